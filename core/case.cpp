@@ -1,0 +1,626 @@
+#include "core/case.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+namespace recheck {
+
+using nlohmann::json;
+
+namespace {
+
+template <typename E>
+struct Names {
+  E value;
+  const char* name;
+};
+
+constexpr Names<DType> kDTypes[] = {{DType::float32, "float32"}, {DType::float64, "float64"},
+                                    {DType::bfloat16, "bfloat16"}, {DType::int64, "int64"},
+                                    {DType::boolean, "bool"}};
+constexpr Names<Fill> kFills[] = {{Fill::randn, "randn"}, {Fill::ones, "ones"}, {Fill::arange, "arange"}};
+constexpr Names<RngSource> kSources[] = {
+    {RngSource::cpu, "cpu"}, {RngSource::device, "device"}, {RngSource::tracker, "tracker"}};
+constexpr Names<Unary::Fn> kUnaryFns[] = {{Unary::Fn::tanh, "tanh"}, {Unary::Fn::sigmoid, "sigmoid"},
+                                          {Unary::Fn::neg, "neg"}, {Unary::Fn::square, "square"},
+                                          {Unary::Fn::relu, "relu"}};
+constexpr Names<Binary::Fn> kBinaryFns[] = {
+    {Binary::Fn::add, "add"}, {Binary::Fn::sub, "sub"}, {Binary::Fn::mul, "mul"}};
+constexpr Names<View::Fn> kViewFns[] = {
+    {View::Fn::transpose, "transpose"}, {View::Fn::narrow, "narrow"}, {View::Fn::flatten, "flatten"}};
+constexpr Names<InPlace::Fn> kInPlaceFns[] = {{InPlace::Fn::mul, "mul"}, {InPlace::Fn::add, "add"}};
+constexpr Names<Reduce::Fn> kReduceFns[] = {{Reduce::Fn::sum, "sum"}, {Reduce::Fn::mean, "mean"}};
+constexpr Names<Random::Fn> kRandomFns[] = {{Random::Fn::dropout, "dropout"}, {Random::Fn::noise, "noise"}};
+
+template <typename E, size_t N>
+const char* name_of(const Names<E> (&table)[N], E value) {
+  for (const auto& entry : table) {
+    if (entry.value == value) return entry.name;
+  }
+  return "?";
+}
+
+template <typename E, size_t N>
+std::string one_of(const Names<E> (&table)[N]) {
+  std::string names;
+  for (const auto& entry : table) names += (names.empty() ? "" : ", ") + std::string("\"") + entry.name + "\"";
+  return "one of " + names;
+}
+
+// Reads one JSON node, knowing where it sits, so every error names the field path.
+class Reader {
+ public:
+  Reader(const json& node, std::string path) : node_(node), path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& expected) const {
+    std::string found = node_.is_null() ? "null" : node_.dump();
+    if (found.size() > 60) found = found.substr(0, 57) + "...";
+    throw CaseError(path_ + ": expected " + expected + ", found " + found);
+  }
+
+  const std::string& path() const { return path_; }
+  const json& node() const { return node_; }
+
+  Reader field(const char* key) const {
+    object();
+    auto it = node_.find(key);
+    if (it == node_.end()) throw CaseError(path_ + ": missing field \"" + key + "\"");
+    return Reader(*it, path_ + "." + key);
+  }
+  bool has(const char* key) const { return object().contains(key); }
+
+  // Refuses keys outside `known`: a misspelt field is an error, not a default.
+  void only(std::initializer_list<const char*> known) const {
+    for (const auto& item : object().items()) {
+      bool ok = false;
+      for (const char* key : known) ok = ok || item.key() == key;
+      if (!ok) throw CaseError(path_ + ": unknown field \"" + item.key() + "\"");
+    }
+  }
+
+  int64_t integer(int64_t min, int64_t max) const {
+    if (!node_.is_number_integer()) fail("an integer");
+    if (node_.is_number_unsigned() && node_.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      fail("an integer from " + std::to_string(min) + " to " + std::to_string(max));
+    }
+    const int64_t value = node_.get<int64_t>();
+    if (value < min || value > max) {
+      fail("an integer from " + std::to_string(min) + " to " + std::to_string(max));
+    }
+    return value;
+  }
+  uint64_t unsigned_integer() const {
+    if (!node_.is_number_integer() || (node_.is_number_integer() && !node_.is_number_unsigned() && node_.get<int64_t>() < 0)) {
+      fail("a non-negative integer");
+    }
+    return node_.get<uint64_t>();
+  }
+  double number() const {
+    if (!node_.is_number()) fail("a number");
+    const double value = node_.get<double>();
+    if (!std::isfinite(value)) fail("a finite number");
+    return value;
+  }
+  bool boolean() const {
+    if (!node_.is_boolean()) fail("true or false");
+    return node_.get<bool>();
+  }
+  std::string string() const {
+    if (!node_.is_string()) fail("a string");
+    return node_.get<std::string>();
+  }
+  template <typename E, size_t N>
+  E choice(const Names<E> (&table)[N]) const {
+    if (node_.is_string()) {
+      const std::string text = node_.get<std::string>();
+      for (const auto& entry : table) {
+        if (text == entry.name) return entry.value;
+      }
+    }
+    fail(one_of(table));
+  }
+  std::vector<Reader> items() const {
+    if (!node_.is_array()) fail("an array");
+    std::vector<Reader> out;
+    for (size_t i = 0; i < node_.size(); ++i) out.emplace_back(node_[i], path_ + "[" + std::to_string(i) + "]");
+    return out;
+  }
+
+ private:
+  const json& object() const {
+    if (!node_.is_object()) fail("an object");
+    return node_;
+  }
+  const json& node_;
+  std::string path_;
+};
+
+constexpr int kMaxValueNumber = 1 << 20;
+
+int value_ref(const Reader& r) { return static_cast<int>(r.integer(0, kMaxValueNumber)); }
+
+// ---- ops to and from JSON ----
+
+struct OpToJson {
+  json& j;
+  void operator()(const Unary& op) { j["fn"] = name_of(kUnaryFns, op.fn); j["x"] = op.x; }
+  void operator()(const Binary& op) { j["fn"] = name_of(kBinaryFns, op.fn); j["a"] = op.a; j["b"] = op.b; }
+  void operator()(const Matmul& op) { j["a"] = op.a; j["b"] = op.b; }
+  void operator()(const View& op) { j["fn"] = name_of(kViewFns, op.fn); j["x"] = op.x; }
+  void operator()(const InPlace& op) { j["fn"] = name_of(kInPlaceFns, op.fn); j["scalar"] = op.scalar; j["x"] = op.x; }
+  void operator()(const Reduce& op) { j["fn"] = name_of(kReduceFns, op.fn); j["x"] = op.x; }
+  void operator()(const Argmax& op) { j["x"] = op.x; }
+  void operator()(const Random& op) {
+    j["fn"] = name_of(kRandomFns, op.fn);
+    j["source"] = name_of(kSources, op.source);
+    if (op.source == RngSource::tracker) j["tracker_state"] = op.tracker_state;
+    j["p"] = op.p;
+    j["x"] = op.x;
+  }
+  void operator()(const Stash& op) { j["x"] = op.x; }
+  void operator()(const Raise& op) { j["x"] = op.x; }
+  void operator()(const Checkpoint& op);
+};
+
+json segment_to_json(const Segment& segment);
+
+json arg_to_json(const Arg& arg) {
+  struct Visit {
+    json operator()(const Ref& r) const { return {{"ref", r.value}}; }
+    json operator()(None) const { return nullptr; }
+    json operator()(int64_t v) const { return {{"int", v}}; }
+    json operator()(double v) const { return {{"float", v}}; }
+    json operator()(bool v) const { return {{"bool", v}}; }
+    json operator()(const std::string& v) const { return {{"str", v}}; }
+  };
+  return std::visit(Visit{}, arg);
+}
+
+void OpToJson::operator()(const Checkpoint& op) {
+  j["distribute"] = op.distribute;
+  j["args"] = json::array();
+  for (const Arg& arg : op.args) j["args"].push_back(arg_to_json(arg));
+  j["body"] = segment_to_json(*op.body);
+}
+
+json segment_to_json(const Segment& segment) {
+  json ops = json::array();
+  for (const Op& op : segment.ops) {
+    json j = {{"op", op_name(op)}};
+    std::visit(OpToJson{j}, op);
+    ops.push_back(std::move(j));
+  }
+  return {{"ops", std::move(ops)}, {"outputs", segment.outputs}};
+}
+
+Segment segment_from_json(const Reader& r);
+
+Arg arg_from_json(const Reader& r) {
+  if (r.node().is_null()) return None{};
+  if (!r.node().is_object() || r.node().size() != 1) {
+    r.fail("null or an object with one of \"ref\", \"int\", \"float\", \"bool\", \"str\"");
+  }
+  if (r.has("ref")) return Ref{value_ref(r.field("ref"))};
+  if (r.has("int")) return r.field("int").integer(INT64_MIN, INT64_MAX);
+  if (r.has("float")) return r.field("float").number();
+  if (r.has("bool")) return r.field("bool").boolean();
+  if (r.has("str")) return r.field("str").string();
+  r.fail("null or an object with one of \"ref\", \"int\", \"float\", \"bool\", \"str\"");
+}
+
+Op op_from_json(const Reader& r) {
+  static const char* const kOpNames =
+      "one of \"unary\", \"binary\", \"matmul\", \"view\", \"inplace\", \"reduce\", \"argmax\", "
+      "\"random\", \"stash\", \"raise\", \"checkpoint\"";
+  const Reader kind_reader = r.field("op");
+  const std::string kind = kind_reader.node().is_string() ? kind_reader.string() : "";
+  auto x = [&] { return value_ref(r.field("x")); };
+  if (kind == "unary") {
+    r.only({"op", "fn", "x"});
+    return Unary{r.field("fn").choice(kUnaryFns), x()};
+  }
+  if (kind == "binary") {
+    r.only({"op", "fn", "a", "b"});
+    return Binary{r.field("fn").choice(kBinaryFns), value_ref(r.field("a")), value_ref(r.field("b"))};
+  }
+  if (kind == "matmul") {
+    r.only({"op", "a", "b"});
+    return Matmul{value_ref(r.field("a")), value_ref(r.field("b"))};
+  }
+  if (kind == "view") {
+    r.only({"op", "fn", "x"});
+    return View{r.field("fn").choice(kViewFns), x()};
+  }
+  if (kind == "inplace") {
+    r.only({"op", "fn", "scalar", "x"});
+    return InPlace{r.field("fn").choice(kInPlaceFns), r.field("scalar").number(), x()};
+  }
+  if (kind == "reduce") {
+    r.only({"op", "fn", "x"});
+    return Reduce{r.field("fn").choice(kReduceFns), x()};
+  }
+  if (kind == "argmax") {
+    r.only({"op", "x"});
+    return Argmax{x()};
+  }
+  if (kind == "random") {
+    r.only({"op", "fn", "source", "tracker_state", "p", "x"});
+    Random op;
+    op.fn = r.field("fn").choice(kRandomFns);
+    op.source = r.field("source").choice(kSources);
+    if (op.source == RngSource::tracker) op.tracker_state = r.field("tracker_state").string();
+    else if (r.has("tracker_state")) throw CaseError(r.path() + ".tracker_state: only allowed with \"source\": \"tracker\"");
+    op.p = r.field("p").number();
+    if (op.fn == Random::Fn::dropout && !(op.p >= 0.0 && op.p < 1.0)) {
+      r.field("p").fail("a dropout probability in [0, 1)");
+    }
+    op.x = x();
+    return op;
+  }
+  if (kind == "stash") {
+    r.only({"op", "x"});
+    return Stash{x()};
+  }
+  if (kind == "raise") {
+    r.only({"op", "x"});
+    return Raise{x()};
+  }
+  if (kind == "checkpoint") {
+    r.only({"op", "distribute", "args", "body"});
+    Checkpoint op;
+    op.distribute = r.field("distribute").boolean();
+    for (const Reader& arg : r.field("args").items()) op.args.push_back(arg_from_json(arg));
+    op.body = segment_from_json(r.field("body"));
+    return op;
+  }
+  kind_reader.fail(kOpNames);
+}
+
+Segment segment_from_json(const Reader& r) {
+  r.only({"ops", "outputs"});
+  Segment segment;
+  for (const Reader& op : r.field("ops").items()) segment.ops.push_back(op_from_json(op));
+  for (const Reader& out : r.field("outputs").items()) segment.outputs.push_back(value_ref(out));
+  return segment;
+}
+
+// ---- validation ----
+
+constexpr int kMaxDepth = 64;
+constexpr int64_t kMaxLeafElements = int64_t{1} << 24;
+
+void validate_ref(int ref, int available, const std::string& path) {
+  if (ref < 0 || ref >= available) {
+    throw CaseError(path + ": value v" + std::to_string(ref) + " is not defined here (v0..v" +
+                    std::to_string(available - 1) + " are)");
+  }
+}
+
+void validate_segment(const Segment& segment, int input_count, int depth, const std::string& path) {
+  if (depth > kMaxDepth) throw CaseError(path + ": checkpoints nested deeper than " + std::to_string(kMaxDepth));
+  int available = input_count;
+  for (size_t i = 0; i < segment.ops.size(); ++i) {
+    const Op& op = segment.ops[i];
+    const std::string op_path = path + ".ops[" + std::to_string(i) + "]";
+    if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) {
+      for (size_t a = 0; a < checkpoint->args.size(); ++a) {
+        if (const auto* ref = std::get_if<Ref>(&checkpoint->args[a])) {
+          validate_ref(ref->value, available, op_path + ".args[" + std::to_string(a) + "].ref");
+        }
+      }
+      validate_segment(*checkpoint->body, static_cast<int>(checkpoint->args.size()), depth + 1,
+                       op_path + ".body");
+    } else {
+      for (int ref : op_inputs(op)) validate_ref(ref, available, op_path);
+    }
+    if (const auto* random = std::get_if<Random>(&op)) {
+      if (random->fn == Random::Fn::dropout && !(random->p >= 0.0 && random->p < 1.0)) {
+        throw CaseError(op_path + ".p: expected a dropout probability in [0, 1)");
+      }
+    }
+    available += op_output_count(op);
+  }
+  for (size_t o = 0; o < segment.outputs.size(); ++o) {
+    validate_ref(segment.outputs[o], available, path + ".outputs[" + std::to_string(o) + "]");
+  }
+}
+
+void stats_of(const Segment& segment, int depth, CaseStats& s) {
+  s.max_depth = std::max(s.max_depth, depth);
+  for (const Op& op : segment.ops) {
+    ++s.ops;
+    if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) {
+      ++s.checkpoints;
+      stats_of(*checkpoint->body, depth + 1, s);
+    }
+  }
+}
+
+// ---- show ----
+
+std::string v(int n) { return "v" + std::to_string(n); }
+
+std::string format_double(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+std::string python_string_literal(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "'";
+}
+
+struct OpShow {
+  std::string operator()(const Unary& op) const { return std::string(name_of(kUnaryFns, op.fn)) + "(" + v(op.x) + ")"; }
+  std::string operator()(const Binary& op) const {
+    return std::string(name_of(kBinaryFns, op.fn)) + "(" + v(op.a) + ", " + v(op.b) + ")";
+  }
+  std::string operator()(const Matmul& op) const { return "matmul(" + v(op.a) + ", " + v(op.b) + ")"; }
+  std::string operator()(const View& op) const { return std::string(name_of(kViewFns, op.fn)) + "(" + v(op.x) + ")  # view"; }
+  std::string operator()(const InPlace& op) const {
+    return v(op.x) + "." + name_of(kInPlaceFns, op.fn) + "_(" + format_double(op.scalar) + ")";
+  }
+  std::string operator()(const Reduce& op) const { return std::string(name_of(kReduceFns, op.fn)) + "(" + v(op.x) + ")"; }
+  std::string operator()(const Argmax& op) const { return "argmax(" + v(op.x) + ")"; }
+  std::string operator()(const Random& op) const {
+    std::string source = name_of(kSources, op.source);
+    if (op.source == RngSource::tracker) source += ":" + op.tracker_state;
+    return std::string(name_of(kRandomFns, op.fn)) + "(" + v(op.x) + ", p=" + format_double(op.p) + ", rng=" + source + ")";
+  }
+  std::string operator()(const Stash& op) const { return "stash(" + v(op.x) + ")"; }
+  std::string operator()(const Raise& op) const { return "raise_shape_mismatch(" + v(op.x) + ")"; }
+  std::string operator()(const Checkpoint& op) const {
+    std::string args;
+    for (const Arg& arg : op.args) args += (args.empty() ? "" : ", ") + show_arg(arg);
+    return std::string("checkpoint(") + (op.distribute ? "distribute=True" : "distribute=False") +
+           (args.empty() ? "" : ", ") + args + ")";
+  }
+};
+
+void show_segment(const Segment& segment, int input_count, const std::string& indent, std::ostringstream& out) {
+  int next = input_count;
+  for (const Op& op : segment.ops) {
+    const int outputs = op_output_count(op);
+    out << indent;
+    for (int k = 0; k < outputs; ++k) out << (k ? ", " : "") << v(next + k);
+    if (outputs > 0) out << " = ";
+    out << std::visit(OpShow{}, op) << "\n";
+    if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) {
+      out << indent << "  | ";
+      const int args = static_cast<int>(checkpoint->args.size());
+      for (int k = 0; k < args; ++k) out << (k ? ", " : "") << v(k);
+      out << (args ? " = inputs\n" : "(no inputs)\n");
+      show_segment(*checkpoint->body, args, indent + "  | ", out);
+    }
+    next += outputs;
+  }
+  out << indent << "return";
+  for (size_t k = 0; k < segment.outputs.size(); ++k) out << (k ? ", " : " ") << v(segment.outputs[k]);
+  out << "\n";
+}
+
+}  // namespace
+
+// ---- per-op facts ----
+
+const char* op_name(const Op& op) {
+  struct Visit {
+    const char* operator()(const Unary&) const { return "unary"; }
+    const char* operator()(const Binary&) const { return "binary"; }
+    const char* operator()(const Matmul&) const { return "matmul"; }
+    const char* operator()(const View&) const { return "view"; }
+    const char* operator()(const InPlace&) const { return "inplace"; }
+    const char* operator()(const Reduce&) const { return "reduce"; }
+    const char* operator()(const Argmax&) const { return "argmax"; }
+    const char* operator()(const Random&) const { return "random"; }
+    const char* operator()(const Stash&) const { return "stash"; }
+    const char* operator()(const Raise&) const { return "raise"; }
+    const char* operator()(const Checkpoint&) const { return "checkpoint"; }
+  };
+  return std::visit(Visit{}, op);
+}
+
+namespace {
+struct OpInputs {
+  std::vector<int> operator()(const Binary& o) const { return {o.a, o.b}; }
+  std::vector<int> operator()(const Matmul& o) const { return {o.a, o.b}; }
+  std::vector<int> operator()(const Checkpoint& o) const {
+    std::vector<int> refs;
+    for (const Arg& arg : o.args) {
+      if (const auto* ref = std::get_if<Ref>(&arg)) refs.push_back(ref->value);
+    }
+    return refs;
+  }
+  // Every other op reads one value, `x`.
+  template <typename T>
+  std::vector<int> operator()(const T& o) const { return {o.x}; }
+};
+}  // namespace
+
+std::vector<int> op_inputs(const Op& op) { return std::visit(OpInputs{}, op); }
+
+int op_output_count(const Op& op) {
+  if (std::holds_alternative<Stash>(op)) return 0;
+  if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) return static_cast<int>(checkpoint->body->outputs.size());
+  return 1;
+}
+
+int segment_value_count(const Segment& segment, int input_count) {
+  int count = input_count;
+  for (const Op& op : segment.ops) count += op_output_count(op);
+  return count;
+}
+
+const char* to_string(DType dtype) { return name_of(kDTypes, dtype); }
+const char* to_string(RngSource source) { return name_of(kSources, source); }
+
+DType leaf_dtype(const Case& c, const Leaf& leaf) { return leaf.dtype.value_or(c.dtype); }
+
+at::ScalarType scalar_type(DType dtype) {
+  switch (dtype) {
+    case DType::float32: return at::kFloat;
+    case DType::float64: return at::kDouble;
+    case DType::bfloat16: return at::kBFloat16;
+    case DType::int64: return at::kLong;
+    case DType::boolean: return at::kBool;
+  }
+  return at::kFloat;
+}
+
+std::string show_arg(const Arg& arg) {
+  struct Visit {
+    std::string operator()(const Ref& r) const { return v(r.value); }
+    std::string operator()(None) const { return "None"; }
+    std::string operator()(int64_t value) const { return std::to_string(value); }
+    std::string operator()(double value) const {
+      std::string text = format_double(value);
+      return text.find_first_of(".e") == std::string::npos ? text + ".0" : text;
+    }
+    std::string operator()(bool value) const { return value ? "True" : "False"; }
+    std::string operator()(const std::string& value) const { return python_string_literal(value); }
+  };
+  return std::visit(Visit{}, arg);
+}
+
+std::string show(const Case& c) {
+  std::ostringstream out;
+  out << "case: seed " << c.seed << ", " << to_string(c.dtype) << " on " << c.device << ", "
+      << c.iterations << (c.iterations == 1 ? " iteration" : " iterations") << "\n";
+  for (size_t i = 0; i < c.leaves.size(); ++i) {
+    const Leaf& leaf = c.leaves[i];
+    out << "  " << v(static_cast<int>(i)) << " = leaf [";
+    for (size_t d = 0; d < leaf.shape.size(); ++d) out << (d ? ", " : "") << leaf.shape[d];
+    out << "] " << to_string(leaf_dtype(c, leaf)) << " " << name_of(kFills, leaf.fill)
+        << (leaf.requires_grad ? " requires_grad" : "") << "\n";
+  }
+  show_segment(c.root, static_cast<int>(c.leaves.size()), "  ", out);
+  return out.str();
+}
+
+json to_json(const Case& c) {
+  json leaves = json::array();
+  for (const Leaf& leaf : c.leaves) {
+    json j = {{"shape", leaf.shape}, {"requires_grad", leaf.requires_grad}, {"fill", name_of(kFills, leaf.fill)}};
+    if (leaf.dtype) j["dtype"] = to_string(*leaf.dtype);
+    leaves.push_back(std::move(j));
+  }
+  json j = {{"format", "recheck-case"},
+          {"version", kCaseFormatVersion},
+          {"seed", c.seed},
+          {"dtype", to_string(c.dtype)},
+          {"device", c.device},
+          {"iterations", c.iterations},
+          {"leaves", std::move(leaves)},
+          {"root", segment_to_json(c.root)}};
+  if (!c.note.empty()) j["note"] = c.note;
+  return j;
+}
+
+Case case_from_json(const json& j) {
+  const Reader r(j, "case");
+  r.only({"format", "version", "seed", "dtype", "device", "iterations", "leaves", "root", "note"});
+  if (r.field("format").string() != "recheck-case") r.field("format").fail("\"recheck-case\"");
+  const int64_t version = r.field("version").integer(INT64_MIN, INT64_MAX);
+  if (version != kCaseFormatVersion) {
+    throw CaseError("case.version: this recheck reads version " + std::to_string(kCaseFormatVersion) +
+                    ", the file has version " + std::to_string(version));
+  }
+  Case c;
+  if (r.has("note")) c.note = r.field("note").string();
+  c.seed = r.field("seed").unsigned_integer();
+  c.dtype = r.field("dtype").choice(kDTypes);
+  if (c.dtype != DType::float32 && c.dtype != DType::float64 && c.dtype != DType::bfloat16) {
+    r.field("dtype").fail("a floating dtype: \"float32\", \"float64\" or \"bfloat16\"");
+  }
+  c.device = r.field("device").string();
+  if (c.device != "cpu" && c.device != "cuda") r.field("device").fail("\"cpu\" or \"cuda\"");
+  c.iterations = static_cast<int>(r.field("iterations").integer(1, 100));
+  for (const Reader& leaf_reader : r.field("leaves").items()) {
+    leaf_reader.only({"shape", "dtype", "requires_grad", "fill"});
+    Leaf leaf;
+    int64_t elements = 1;
+    for (const Reader& dim : leaf_reader.field("shape").items()) {
+      leaf.shape.push_back(dim.integer(0, kMaxLeafElements));
+      elements *= leaf.shape.back();
+      if (elements > kMaxLeafElements) {
+        dim.fail("a shape of at most " + std::to_string(kMaxLeafElements) + " elements");
+      }
+    }
+    if (leaf_reader.has("dtype")) leaf.dtype = leaf_reader.field("dtype").choice(kDTypes);
+    leaf.requires_grad = leaf_reader.field("requires_grad").boolean();
+    leaf.fill = leaf_reader.field("fill").choice(kFills);
+    c.leaves.push_back(std::move(leaf));
+  }
+  c.root = segment_from_json(r.field("root"));
+  validate(c);
+  return c;
+}
+
+void validate(const Case& c) {
+  for (size_t i = 0; i < c.leaves.size(); ++i) {
+    const Leaf& leaf = c.leaves[i];
+    const DType dtype = leaf_dtype(c, leaf);
+    if (leaf.requires_grad && (dtype == DType::int64 || dtype == DType::boolean)) {
+      throw CaseError("case.leaves[" + std::to_string(i) + "].requires_grad: only floating leaves can require grad");
+    }
+  }
+  validate_segment(c.root, static_cast<int>(c.leaves.size()), 0, "case.root");
+}
+
+CaseStats stats(const Case& c) {
+  CaseStats s;
+  stats_of(c.root, 0, s);
+  return s;
+}
+
+Case load_case_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CaseError(path + ": cannot open the file");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(buffer.str());
+  } catch (const json::parse_error& error) {
+    throw CaseError(path + ": not valid JSON: " + error.what());
+  }
+  try {
+    return case_from_json(j);
+  } catch (const CaseError& error) {
+    throw CaseError(path + ": " + error.what());
+  }
+}
+
+void write_file_atomically(const std::string& path, const std::string& contents) {
+  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error(path + ": cannot write (temporary " + temporary + ")");
+    out << contents;
+    out.flush();
+    if (!out) {
+      std::remove(temporary.c_str());
+      throw std::runtime_error(path + ": write failed");
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw std::runtime_error(path + ": cannot rename the temporary file into place");
+  }
+}
+
+void save_case_file(const Case& c, const std::string& path) {
+  write_file_atomically(path, to_json(c).dump(2) + "\n");
+}
+
+}  // namespace recheck

@@ -1,0 +1,197 @@
+// A case: a small program over numbered values, plain data, serialisable to JSON and back
+// without loss. Generators, the fuzzer's byte decoder and the JSON loader all end in a Case.
+//
+// Numbering: inside a segment, values 0..n-1 are the segment's inputs (the leaves for the root
+// segment, the checkpoint arguments for a child), and every op appends its outputs in order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/value.h"
+
+namespace recheck {
+
+constexpr int kCaseFormatVersion = 1;
+
+enum class DType { float32, float64, bfloat16, int64, boolean };
+enum class Fill { randn, ones, arange };
+enum class RngSource { cpu, device, tracker };
+
+// A heap-held value with value semantics, so that a Segment can hold Segments.
+template <typename T>
+class Box {
+ public:
+  Box() : ptr_(std::make_unique<T>()) {}
+  Box(T value) : ptr_(std::make_unique<T>(std::move(value))) {}  // NOLINT: implicit on purpose
+  Box(const Box& other) : ptr_(std::make_unique<T>(*other.ptr_)) {}
+  Box(Box&&) noexcept = default;
+  Box& operator=(const Box& other) { *ptr_ = *other.ptr_; return *this; }
+  Box& operator=(Box&&) noexcept = default;
+  T& operator*() { return *ptr_; }
+  const T& operator*() const { return *ptr_; }
+  T* operator->() { return ptr_.get(); }
+  const T* operator->() const { return ptr_.get(); }
+
+ private:
+  std::unique_ptr<T> ptr_;
+};
+
+class OpContext;  // what an op may use while it runs: see core/interpreter.h
+struct Segment;
+
+// ---- the ops: each knows its inputs, how to run, show and serialise itself ----------------
+
+struct Unary {
+  enum class Fn { tanh, sigmoid, neg, square, relu };
+  Fn fn = Fn::tanh;
+  int x = 0;
+};
+
+struct Binary {
+  enum class Fn { add, sub, mul };
+  Fn fn = Fn::add;
+  int a = 0;
+  int b = 0;
+};
+
+struct Matmul {
+  int a = 0;
+  int b = 0;
+};
+
+// A view of its input: the output shares the input's storage.
+struct View {
+  enum class Fn { transpose, narrow, flatten };
+  Fn fn = Fn::transpose;
+  int x = 0;
+};
+
+// Modifies an intermediate in place and yields it again as a new value number.
+struct InPlace {
+  enum class Fn { mul, add };
+  Fn fn = Fn::mul;
+  double scalar = 1.0;
+  int x = 0;
+};
+
+struct Reduce {
+  enum class Fn { sum, mean };
+  Fn fn = Fn::sum;
+  int x = 0;
+};
+
+// Not differentiable: an int64 scalar tensor.
+struct Argmax {
+  int x = 0;
+};
+
+// Draws from one RNG source: dropout masks or additive noise.
+struct Random {
+  enum class Fn { dropout, noise };
+  Fn fn = Fn::dropout;
+  RngSource source = RngSource::cpu;
+  std::string tracker_state;  // with source tracker: the state forked around the draw
+  double p = 0.5;             // dropout probability, or noise scale
+  int x = 0;
+};
+
+// Keeps a reference to its input past backward, the way a module caching its input does; no
+// output. Each run of the op replaces what the previous run kept.
+struct Stash {
+  int x = 0;
+};
+
+// Raises a shape mismatch error, to exercise error paths.
+struct Raise {
+  int x = 0;
+};
+
+struct Ref {
+  int value = 0;
+};
+// A checkpoint argument: a value of the segment, or a literal.
+using Arg = std::variant<Ref, None, int64_t, double, bool, std::string>;
+
+struct Checkpoint {
+  bool distribute = false;
+  std::vector<Arg> args;
+  Box<Segment> body;
+};
+
+using Op = std::variant<Unary, Binary, Matmul, View, InPlace, Reduce, Argmax, Random, Stash, Raise,
+                        Checkpoint>;
+
+struct Segment {
+  std::vector<Op> ops;
+  std::vector<int> outputs;
+};
+
+struct Leaf {
+  std::vector<int64_t> shape;
+  std::optional<DType> dtype;  // the case's dtype when absent
+  bool requires_grad = true;
+  Fill fill = Fill::randn;
+};
+
+struct Case {
+  std::string note;  // free text: what a corpus case found or exercises
+  uint64_t seed = 0;
+  DType dtype = DType::float32;
+  std::string device = "cpu";
+  int iterations = 1;
+  std::vector<Leaf> leaves;
+  Segment root;
+};
+
+// ---- per-op facts ------------------------------------------------------------------------
+
+const char* op_name(const Op& op);
+std::vector<int> op_inputs(const Op& op);  // value numbers read (checkpoint: its Ref args)
+int op_output_count(const Op& op);
+int segment_value_count(const Segment& segment, int input_count);
+
+// ---- text and JSON -----------------------------------------------------------------------
+
+const char* to_string(DType dtype);
+const char* to_string(RngSource source);
+DType leaf_dtype(const Case& c, const Leaf& leaf);
+at::ScalarType scalar_type(DType dtype);
+
+// An indented, readable listing of the graph.
+std::string show(const Case& c);
+std::string show_arg(const Arg& arg);
+
+nlohmann::json to_json(const Case& c);
+// Throws CaseError naming the field path and what was expected.
+Case case_from_json(const nlohmann::json& j);
+
+class CaseError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parses and validates `path`; errors name the file.
+Case load_case_file(const std::string& path);
+// Writes to a temporary name in the same folder and renames, so no half-written file remains.
+void save_case_file(const Case& c, const std::string& path);
+void write_file_atomically(const std::string& path, const std::string& contents);
+
+// Checks references, arities and bounds; throws CaseError naming the field path.
+void validate(const Case& c);
+
+// Counts, for reports.
+struct CaseStats {
+  int ops = 0;
+  int checkpoints = 0;
+  int max_depth = 0;
+};
+CaseStats stats(const Case& c);
+
+}  // namespace recheck

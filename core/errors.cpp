@@ -1,0 +1,31 @@
+#include "core/errors.h"
+
+#include <c10/util/Exception.h>
+
+namespace recheck {
+
+RaisedError describe_current_exception() {
+  try {
+    throw;
+  } catch (const PythonError& error) {
+    return {error.type(), error.what()};
+  } catch (const c10::IndexError& error) {
+    return {"IndexError", error.what_without_backtrace()};
+  } catch (const c10::ValueError& error) {
+    return {"ValueError", error.what_without_backtrace()};
+  } catch (const c10::TypeError& error) {
+    return {"TypeError", error.what_without_backtrace()};
+  } catch (const c10::NotImplementedError& error) {
+    return {"NotImplementedError", error.what_without_backtrace()};
+  } catch (const c10::Error& error) {
+    return {"RuntimeError", error.what_without_backtrace()};
+  } catch (const std::bad_alloc&) {
+    return {"MemoryError", "out of memory"};
+  } catch (const std::exception& error) {
+    return {"RuntimeError", error.what()};
+  } catch (...) {
+    return {"RuntimeError", "unknown C++ exception"};
+  }
+}
+
+}  // namespace recheck

@@ -1,0 +1,33 @@
+// Errors as Python would name them. The checkpoint port raises the errors Megatron raises
+// (TypeError, ValueError, AssertionError, ...); libtorch's own errors map to the Python types
+// libtorch maps them to. Properties compare the (type, message) pair, never C++ exception types.
+#pragma once
+
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+namespace recheck {
+
+class PythonError : public std::runtime_error {
+ public:
+  PythonError(std::string type, const std::string& message)
+      : std::runtime_error(message), type_(std::move(type)) {}
+  const std::string& type() const { return type_; }
+
+ private:
+  std::string type_;
+};
+
+struct RaisedError {
+  std::string type;     // "TypeError", "RuntimeError", ...
+  std::string message;  // without any C++ backtrace
+  friend bool operator==(const RaisedError& a, const RaisedError& b) {
+    return a.type == b.type && a.message == b.message;
+  }
+};
+
+// Names the exception currently being handled, the way Python would see it.
+RaisedError describe_current_exception();
+
+}  // namespace recheck

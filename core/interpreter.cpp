@@ -1,0 +1,274 @@
+#include "core/interpreter.h"
+
+#include <map>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/csrc/autograd/autograd.h>
+
+namespace recheck {
+
+namespace {
+
+at::Device device_of(const Case& c) { return c.device == "cuda" ? at::Device(at::kCUDA) : at::Device(at::kCPU); }
+
+at::Tensor clone_for_record(const at::Tensor& t) {
+  if (!t.defined()) return t;
+  return t.detach().to(at::kCPU).clone();
+}
+
+const at::Tensor& expect_tensor(const Value& value, const char* op) {
+  if (!is_tensor(value)) {
+    throw PythonError("TypeError", std::string(op) + "() expects a tensor, got " + python_type_name(value));
+  }
+  return as_tensor(value);
+}
+
+void collect_sites(const Segment& segment, const std::string& path,
+                   std::map<const Checkpoint*, std::string>& sites) {
+  for (size_t i = 0; i < segment.ops.size(); ++i) {
+    if (const auto* checkpoint = std::get_if<Checkpoint>(&segment.ops[i])) {
+      const std::string site = path + ".ops[" + std::to_string(i) + "]";
+      sites[checkpoint] = site;
+      collect_sites(*checkpoint->body, site + ".body", sites);
+    }
+  }
+}
+
+class Interpreter {
+ public:
+  Interpreter(const Case& c, CheckpointImplementation& implementation, const RunOptions& options,
+              Observations& observations)
+      : case_(c), implementation_(implementation), options_(options), obs_(observations) {
+    collect_sites(c.root, "root", sites_);
+  }
+
+  ~Interpreter() { stash_.clear(); }
+
+  Values run_segment(const Segment& segment, const Values& inputs) {
+    Values values = inputs;
+    values.reserve(segment_value_count(segment, static_cast<int>(inputs.size())));
+    for (const Op& op : segment.ops) {
+      Values outputs = std::visit([&](const auto& o) { return run(o, values); }, op);
+      ++obs_.op_executions;
+      for (Value& output : outputs) values.push_back(std::move(output));
+    }
+    Values outputs;
+    for (int ref : segment.outputs) outputs.push_back(values.at(ref));
+    return outputs;
+  }
+
+  int iteration = 0;
+
+ private:
+  Values run(const Unary& op, const Values& v) {
+    const at::Tensor& x = expect_tensor(v.at(op.x), "unary");
+    switch (op.fn) {
+      case Unary::Fn::tanh: return {at::tanh(x)};
+      case Unary::Fn::sigmoid: return {at::sigmoid(x)};
+      case Unary::Fn::neg: return {at::neg(x)};
+      case Unary::Fn::square: return {at::mul(x, x)};
+      case Unary::Fn::relu: return {at::relu(x)};
+    }
+    return {};
+  }
+
+  Values run(const Binary& op, const Values& v) {
+    const at::Tensor& a = expect_tensor(v.at(op.a), "binary");
+    const at::Tensor& b = expect_tensor(v.at(op.b), "binary");
+    switch (op.fn) {
+      case Binary::Fn::add: return {at::add(a, b)};
+      case Binary::Fn::sub: return {at::sub(a, b)};
+      case Binary::Fn::mul: return {at::mul(a, b)};
+    }
+    return {};
+  }
+
+  Values run(const Matmul& op, const Values& v) {
+    return {at::matmul(expect_tensor(v.at(op.a), "matmul"), expect_tensor(v.at(op.b), "matmul"))};
+  }
+
+  Values run(const View& op, const Values& v) {
+    const at::Tensor& x = expect_tensor(v.at(op.x), "view");
+    switch (op.fn) {
+      case View::Fn::transpose: return {x.dim() >= 2 ? x.transpose(-2, -1) : x.view(x.sizes())};
+      case View::Fn::narrow: return {x.dim() >= 1 ? x.narrow(0, 0, std::max<int64_t>(1, x.size(0) / 2)) : x.view(x.sizes())};
+      case View::Fn::flatten: return {x.reshape({-1})};
+    }
+    return {};
+  }
+
+  Values run(const InPlace& op, const Values& v) {
+    const at::Tensor& x = expect_tensor(v.at(op.x), "inplace");
+    switch (op.fn) {
+      case InPlace::Fn::mul: x.mul_(op.scalar); break;
+      case InPlace::Fn::add: x.add_(op.scalar); break;
+    }
+    return {x};
+  }
+
+  Values run(const Reduce& op, const Values& v) {
+    const at::Tensor& x = expect_tensor(v.at(op.x), "reduce");
+    return {op.fn == Reduce::Fn::sum ? x.sum() : x.mean()};
+  }
+
+  Values run(const Argmax& op, const Values& v) { return {at::argmax(expect_tensor(v.at(op.x), "argmax"))}; }
+
+  Values run(const Random& op, const Values& v) {
+    const at::Tensor& x = expect_tensor(v.at(op.x), "random");
+    auto draw = [&](const at::Generator& generator, at::Device where) {
+      at::Tensor sample = at::empty(x.sizes(), at::TensorOptions().dtype(at::kFloat).device(where));
+      if (op.fn == Random::Fn::dropout) sample.bernoulli_(1.0 - op.p, generator);
+      else sample.normal_(0.0, 1.0, generator);
+      return sample.to(x.device(), x.scalar_type());
+    };
+    at::Tensor sample;
+    switch (op.source) {
+      case RngSource::cpu: sample = draw(rng::cpu_generator(), at::kCPU); break;
+      case RngSource::device: sample = draw(rng::device_generator(), x.device()); break;
+      case RngSource::tracker:
+        rng::get_cuda_rng_tracker().fork(op.tracker_state,
+                                         [&] { sample = draw(rng::device_generator(), x.device()); });
+        break;
+    }
+    if (op.fn == Random::Fn::dropout) return {x * sample / (1.0 - op.p)};
+    return {x + sample * op.p};
+  }
+
+  Values run(const Stash& op, const Values& v) {
+    stash_[&op] = v.at(op.x);
+    return {};
+  }
+
+  Values run(const Raise& op, const Values& v) {
+    const at::Tensor& x = expect_tensor(v.at(op.x), "raise");
+    at::mm(x.reshape({1, -1}), at::zeros({x.numel() + 1, 1}, x.options()));
+    return {};  // not reached: the shapes never match
+  }
+
+  Values run(const Checkpoint& op, const Values& v) {
+    Values args;
+    for (const Arg& arg : op.args) {
+      struct ToValue {
+        const Values& v;
+        Value operator()(const Ref& r) const { return v.at(r.value); }
+        Value operator()(None) const { return None{}; }
+        Value operator()(int64_t x) const { return x; }
+        Value operator()(double x) const { return x; }
+        Value operator()(bool x) const { return x; }
+        Value operator()(const std::string& x) const { return x; }
+      };
+      args.push_back(std::visit(ToValue{v}, arg));
+    }
+    std::optional<size_t> record;
+    if (options_.record_segment_calls) {
+      record = obs_.segment_calls.size();
+      obs_.segment_calls.push_back({sites_.at(&op), iteration, {}});
+    }
+    const Segment* body = &*op.body;
+    RunFunction run_function = [this, body, record](const Values& inputs) {
+      Values outputs = run_segment(*body, inputs);
+      if (record) {
+        std::vector<at::Tensor> recorded;
+        for (const Value& output : outputs) recorded.push_back(is_tensor(output) ? clone_for_record(as_tensor(output)) : at::Tensor());
+        obs_.segment_calls[*record].calls.push_back(std::move(recorded));
+      }
+      return outputs;
+    };
+    Values outputs = implementation_.apply(run_function, op.distribute, args);
+    if (outputs.size() != op.body->outputs.size()) {
+      throw PythonError("RuntimeError", implementation_.name() + " returned " + std::to_string(outputs.size()) +
+                                            " outputs for a body with " +
+                                            std::to_string(op.body->outputs.size()));
+    }
+    return outputs;
+  }
+
+  const Case& case_;
+  CheckpointImplementation& implementation_;
+  const RunOptions& options_;
+  Observations& obs_;
+  std::map<const Checkpoint*, std::string> sites_;
+  std::map<const Stash*, Value> stash_;
+};
+
+// Distinct, fixed weights per output, so that each output's gradient is told apart.
+at::Tensor loss_weight(const Case& c, size_t output_index, const at::Tensor& output) {
+  at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(c.seed ^ (0xA5A5A5A5ULL * (output_index + 1)));
+  return at::randn(output.sizes(), generator, at::TensorOptions().dtype(at::kDouble))
+      .to(output.device(), output.scalar_type());
+}
+
+}  // namespace
+
+std::vector<at::Tensor> make_leaves(const Case& c) {
+  std::vector<at::Tensor> leaves;
+  for (size_t i = 0; i < c.leaves.size(); ++i) {
+    const Leaf& leaf = c.leaves[i];
+    at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(c.seed * 1000003ULL + i);
+    const auto doubles = at::TensorOptions().dtype(at::kDouble);
+    at::Tensor data;
+    switch (leaf.fill) {
+      case Fill::randn: data = at::randn(leaf.shape, generator, doubles); break;
+      case Fill::ones: data = at::ones(leaf.shape, doubles); break;
+      case Fill::arange: {
+        int64_t numel = 1;
+        for (int64_t d : leaf.shape) numel *= d;
+        data = at::arange(numel, doubles).reshape(leaf.shape);
+        break;
+      }
+    }
+    const DType dtype = leaf_dtype(c, leaf);
+    if (dtype == DType::int64 && leaf.fill == Fill::randn) data = (data * 3).round();
+    if (dtype == DType::boolean) data = data.gt(0);
+    at::Tensor tensor = data.to(device_of(c), scalar_type(dtype));
+    tensor.set_requires_grad(leaf.requires_grad);
+    leaves.push_back(tensor);
+  }
+  return leaves;
+}
+
+Observations run_case(const Case& c, CheckpointImplementation& implementation, const RunOptions& options) {
+  Observations obs;
+  obs.implementation = implementation.name();
+  rng::use_device(c.device == "cuda" ? rng::Device::cuda : rng::Device::cpu);
+  rng::reset_all(c.seed);
+  set_checkpointing(false);
+
+  std::vector<at::Tensor> leaves = make_leaves(c);
+  Values leaf_values(leaves.begin(), leaves.end());
+  Interpreter interpreter(c, implementation, options, obs);
+
+  for (int iteration = 0; iteration < c.iterations; ++iteration) {
+    interpreter.iteration = iteration;
+    IterationRecord record;
+    const char* phase = "forward";
+    try {
+      Values outputs = interpreter.run_segment(c.root, leaf_values);
+      at::Tensor loss;
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        const Value& output = outputs[i];
+        record.outputs.push_back(is_tensor(output) ? clone_for_record(as_tensor(output)) : at::Tensor());
+        if (!is_tensor(output) || !as_tensor(output).requires_grad()) continue;
+        const at::Tensor& tensor = as_tensor(output);
+        at::Tensor term = (tensor * loss_weight(c, i, tensor)).sum();
+        loss = loss.defined() ? loss + term : term;
+      }
+      record.loss = clone_for_record(loss);
+      phase = "backward";
+      if (loss.defined()) torch::autograd::backward({loss});
+    } catch (...) {
+      obs.error = ErrorRecord{iteration, phase, describe_current_exception(), rng::snapshot()};
+      break;
+    }
+    for (const at::Tensor& leaf : leaves) {
+      record.leaf_grads.push_back(clone_for_record(leaf.grad()));
+      record.leaf_data.push_back(clone_for_record(leaf));
+    }
+    record.rng = rng::snapshot();
+    record.checkpointing_flag = is_checkpointing();
+    obs.iterations.push_back(std::move(record));
+  }
+  return obs;
+}
+
+}  // namespace recheck

@@ -1,0 +1,59 @@
+// Runs a case with one checkpoint implementation and records what happened: the data that
+// every property reads. Eager, oracle and sut runs are this one function with a different
+// implementation; each starts from the same leaf data and the same RNG states.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/case.h"
+#include "core/errors.h"
+#include "suts/checkpoint.h"
+#include "suts/rng.h"
+
+namespace recheck {
+
+struct IterationRecord {
+  std::vector<at::Tensor> outputs;     // the root's outputs, cloned; undefined for non-tensors
+  at::Tensor loss;                     // undefined when no output required grad
+  std::vector<at::Tensor> leaf_grads;  // `.grad` of each leaf after backward, cloned
+  std::vector<at::Tensor> leaf_data;   // each leaf's data after backward, cloned
+  rng::Snapshot rng;
+  bool checkpointing_flag = false;
+};
+
+struct ErrorRecord {
+  int iteration = 0;
+  std::string phase;  // "forward" or "backward"
+  RaisedError error;
+  rng::Snapshot rng;  // the states when the error reached the caller
+};
+
+// One execution of a checkpoint op: the outputs of every call of its body. Call 0 is the
+// forward; later calls are recomputations.
+struct SegmentCall {
+  std::string site;  // e.g. "root.ops[2]"
+  int iteration = 0;
+  std::vector<std::vector<at::Tensor>> calls;
+};
+
+struct Observations {
+  std::string implementation;
+  std::vector<IterationRecord> iterations;
+  std::optional<ErrorRecord> error;
+  std::vector<SegmentCall> segment_calls;
+  int64_t op_executions = 0;
+};
+
+struct RunOptions {
+  bool record_segment_calls = true;
+};
+
+Observations run_case(const Case& c, CheckpointImplementation& implementation,
+                      const RunOptions& options = {});
+
+// The leaf tensors a run starts from: deterministic in the case's seed.
+std::vector<at::Tensor> make_leaves(const Case& c);
+
+}  // namespace recheck

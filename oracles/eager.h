@@ -1,0 +1,18 @@
+// Eager mode: a checkpoint op runs its body inline, with no recomputation. The reference every
+// checkpoint implementation is held to.
+#pragma once
+
+#include "suts/checkpoint.h"
+
+namespace recheck {
+
+class EagerExecution : public CheckpointImplementation {
+ public:
+  std::string name() const override { return "eager"; }
+  Values apply(const RunFunction& run_function, bool /*distribute_saved_activations*/,
+               const Values& args) override {
+    return run_function(args);
+  }
+};
+
+}  // namespace recheck

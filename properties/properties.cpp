@@ -1,0 +1,223 @@
+#include "properties/properties.h"
+
+#include <algorithm>
+
+namespace recheck {
+
+Verdict Verdict::fail(std::string where, std::optional<Difference> difference, std::string detail) {
+  Verdict v;
+  v.holds = false;
+  v.where = std::move(where);
+  v.difference = std::move(difference);
+  v.detail = std::move(detail);
+  return v;
+}
+
+std::string Verdict::describe() const {
+  if (holds) return "";
+  std::string text = where;
+  if (difference) text += ": " + difference->describe();
+  if (!detail.empty()) text += (text.empty() ? "" : ": ") + detail;
+  return text;
+}
+
+const char* to_string(Classification c) {
+  switch (c) {
+    case Classification::pass: return "pass";
+    case Classification::regression: return "regression";
+    case Classification::pre_existing: return "pre-existing";
+    case Classification::fixed: return "fixed";
+    case Classification::divergent: return "divergent";
+  }
+  return "?";
+}
+
+Classification classify(const Verdict& oracle, const Verdict& sut) {
+  if (oracle.holds && sut.holds) return Classification::pass;
+  if (oracle.holds) return Classification::regression;
+  if (sut.holds) return Classification::fixed;
+  return oracle.describe() == sut.describe() ? Classification::pre_existing : Classification::divergent;
+}
+
+namespace {
+
+std::string at_iteration(size_t i) { return "iteration " + std::to_string(i); }
+std::string leaf(size_t i) { return "leaf v" + std::to_string(i); }
+
+// Two runs that stopped after a different number of iterations are told apart by errors-match;
+// the tensor properties compare the iterations both completed.
+size_t common_iterations(const Observations& a, const Observations& b) {
+  return std::min(a.iterations.size(), b.iterations.size());
+}
+
+Verdict grads_bitwise(const Observations& subject, const Runs& runs) {
+  const Observations& oracle = runs.oracle;
+  for (size_t i = 0; i < common_iterations(subject, oracle); ++i) {
+    const auto& s = subject.iterations[i].leaf_grads;
+    const auto& o = oracle.iterations[i].leaf_grads;
+    for (size_t l = 0; l < s.size() && l < o.size(); ++l) {
+      if (auto d = bitwise_difference(s[l], o[l])) return Verdict::fail(at_iteration(i) + ", " + leaf(l) + " .grad", d);
+    }
+  }
+  return Verdict::pass();
+}
+
+Verdict outputs_bitwise(const Observations& subject, const Runs& runs) {
+  const Observations& eager = runs.eager;
+  for (size_t i = 0; i < common_iterations(subject, eager); ++i) {
+    const IterationRecord& s = subject.iterations[i];
+    const IterationRecord& e = eager.iterations[i];
+    for (size_t o = 0; o < s.outputs.size() && o < e.outputs.size(); ++o) {
+      if (auto d = bitwise_difference(s.outputs[o], e.outputs[o])) {
+        return Verdict::fail(at_iteration(i) + ", output " + std::to_string(o), d);
+      }
+    }
+    if (auto d = bitwise_difference(s.loss, e.loss)) return Verdict::fail(at_iteration(i) + ", loss", d);
+  }
+  return Verdict::pass();
+}
+
+Verdict recompute_fidelity(const Observations& subject, const Runs&) {
+  for (const SegmentCall& call : subject.segment_calls) {
+    if (call.calls.empty()) continue;
+    const auto& forward = call.calls.front();
+    for (size_t k = 1; k < call.calls.size(); ++k) {
+      const auto& recomputed = call.calls[k];
+      if (recomputed.size() != forward.size()) {
+        return Verdict::fail(call.site + " at " + at_iteration(call.iteration), std::nullopt,
+                             "recomputation returned " + std::to_string(recomputed.size()) + " outputs, forward " +
+                                 std::to_string(forward.size()));
+      }
+      for (size_t o = 0; o < forward.size(); ++o) {
+        if (auto d = bitwise_difference(recomputed[o], forward[o])) {
+          return Verdict::fail(call.site + " at " + at_iteration(call.iteration) + ", recomputed output " +
+                                   std::to_string(o) + " vs forward",
+                               d);
+        }
+      }
+    }
+  }
+  return Verdict::pass();
+}
+
+Verdict grads_match_eager(const Observations& subject, const Runs& runs) {
+  const Observations& eager = runs.eager;
+  for (size_t i = 0; i < common_iterations(subject, eager); ++i) {
+    const auto& s = subject.iterations[i].leaf_grads;
+    const auto& e = eager.iterations[i].leaf_grads;
+    for (size_t l = 0; l < s.size() && l < e.size(); ++l) {
+      const int64_t bound = e[l].defined() ? grad_ulp_bound(e[l].scalar_type()) : 0;
+      if (auto d = scaled_ulp_difference(s[l], e[l], bound)) {
+        return Verdict::fail(at_iteration(i) + ", " + leaf(l) + " .grad", d);
+      }
+    }
+  }
+  return Verdict::pass();
+}
+
+std::string rng_difference(const rng::Snapshot& s, const rng::Snapshot& e) {
+  std::string parts;
+  auto add = [&](const std::string& part) { parts += (parts.empty() ? "" : ", ") + part; };
+  if (s.cpu != e.cpu) add("CPU generator");
+  if (s.device != e.device) add("device generator");
+  for (const auto& [name, state] : e.tracker) {
+    auto it = s.tracker.find(name);
+    if (it == s.tracker.end()) add("tracker state '" + name + "' missing");
+    else if (it->second != state) add("tracker state '" + name + "'");
+  }
+  for (const auto& [name, state] : s.tracker) {
+    if (e.tracker.count(name) == 0) add("tracker state '" + name + "' unexpected");
+  }
+  if (s.tracker_current != e.tracker_current) {
+    add("tracker current state '" + s.tracker_current + "' vs '" + e.tracker_current + "'");
+  }
+  return parts;
+}
+
+Verdict rng_restored(const Observations& subject, const Runs& runs) {
+  const Observations& eager = runs.eager;
+  for (size_t i = 0; i < common_iterations(subject, eager); ++i) {
+    const std::string differs = rng_difference(subject.iterations[i].rng, eager.iterations[i].rng);
+    if (!differs.empty()) return Verdict::fail("after " + at_iteration(i), std::nullopt, "differs from eager: " + differs);
+  }
+  return Verdict::pass();
+}
+
+std::string describe_error(const std::optional<ErrorRecord>& error) {
+  if (!error) return "no error";
+  return error->error.type + " in " + at_iteration(error->iteration) + " " + error->phase + ": " +
+         error->error.message;
+}
+
+Verdict errors_match(const Observations& subject, const Runs& runs) {
+  const Observations& eager = runs.eager;
+  const auto& s = subject.error;
+  const auto& e = eager.error;
+  if (!s && !e) return Verdict::pass();
+  if (!s || !e || !(s->error == e->error) || s->iteration != e->iteration) {
+    return Verdict::fail("error", std::nullopt, describe_error(s) + " | eager: " + describe_error(e));
+  }
+  const std::string differs = rng_difference(s->rng, e->rng);
+  if (!differs.empty()) {
+    return Verdict::fail("RNG after the error", std::nullopt, "differs from eager: " + differs);
+  }
+  return Verdict::pass();
+}
+
+Verdict no_side_effects(const Observations& subject, const Runs& runs) {
+  const Observations& eager = runs.eager;
+  for (size_t i = 0; i < common_iterations(subject, eager); ++i) {
+    const IterationRecord& s = subject.iterations[i];
+    const IterationRecord& e = eager.iterations[i];
+    for (size_t l = 0; l < s.leaf_data.size() && l < e.leaf_data.size(); ++l) {
+      if (auto d = bitwise_difference(s.leaf_data[l], e.leaf_data[l])) {
+        return Verdict::fail(at_iteration(i) + ", " + leaf(l) + " data", d);
+      }
+    }
+    if (s.checkpointing_flag != e.checkpointing_flag) {
+      return Verdict::fail("after " + at_iteration(i), std::nullopt,
+                           std::string("is-checkpointing flag left ") + (s.checkpointing_flag ? "set" : "unset"));
+    }
+  }
+  return Verdict::pass();
+}
+
+}  // namespace
+
+const std::vector<Property>& properties() {
+  static const std::vector<Property> all = {
+      {"grads-bitwise", "every leaf's .grad after each iteration is bitwise equal to the oracle's", grads_bitwise},
+      {"outputs-bitwise", "forward outputs and the loss are bitwise equal to eager mode's", outputs_bitwise},
+      {"recompute-fidelity", "each checkpointed segment's recomputed outputs equal its forward outputs bitwise",
+       recompute_fidelity},
+      {"grads-match-eager", "gradients match eager mode within the documented ulp bound", grads_match_eager},
+      {"rng-restored", "after every iteration the CPU, device and tracker states equal eager mode's", rng_restored},
+      {"errors-match", "errors have eager mode's type and message, and leave eager mode's RNG states", errors_match},
+      {"no-side-effects", "leaf data and the is-checkpointing flag are as eager mode leaves them", no_side_effects},
+  };
+  return all;
+}
+
+const Property* find_property(const std::string& name) {
+  for (const Property& p : properties()) {
+    if (name == p.name) return &p;
+  }
+  return nullptr;
+}
+
+std::vector<PropertyResult> check_properties(const Observations& eager, const Observations& oracle,
+                                             const Observations& sut) {
+  const Runs runs{eager, oracle};
+  std::vector<PropertyResult> results;
+  for (const Property& p : properties()) {
+    PropertyResult r;
+    r.property = p.name;
+    r.oracle = p.check(oracle, runs);
+    r.sut = p.check(sut, runs);
+    r.classification = classify(r.oracle, r.sut);
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+}  // namespace recheck

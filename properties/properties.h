@@ -1,0 +1,61 @@
+// The properties: each has a stable name, reads Observations, and returns a Verdict with
+// evidence. Each is checked for the sut and for the oracle, and the pair is classified.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/interpreter.h"
+#include "oracles/compare.h"
+
+namespace recheck {
+
+struct Verdict {
+  bool holds = true;
+  std::string where;                     // e.g. "iteration 1, leaf v2 .grad"
+  std::optional<Difference> difference;  // what differed there, when a tensor did
+  std::string detail;                    // anything else (errors, RNG state names)
+
+  static Verdict pass() { return {}; }
+  static Verdict fail(std::string where, std::optional<Difference> difference, std::string detail = "");
+  std::string describe() const;  // one line; empty when the property holds
+};
+
+enum class Classification { pass, regression, pre_existing, fixed, divergent };
+const char* to_string(Classification c);
+// oracle holds, sut fails: regression; both fail the same way: pre-existing; and so on.
+Classification classify(const Verdict& oracle, const Verdict& sut);
+
+// The runs of one case. Properties compare a subject (the oracle's run or the sut's) with the
+// eager run, or with the oracle's run where the property says so.
+struct Runs {
+  const Observations& eager;
+  const Observations& oracle;
+};
+
+struct Property {
+  const char* name;
+  const char* description;
+  Verdict (*check)(const Observations& subject, const Runs& runs);
+};
+
+const std::vector<Property>& properties();
+const Property* find_property(const std::string& name);
+
+struct PropertyResult {
+  std::string property;
+  Verdict oracle;
+  Verdict sut;
+  Classification classification = Classification::pass;
+};
+
+std::vector<PropertyResult> check_properties(const Observations& eager, const Observations& oracle,
+                                             const Observations& sut);
+
+// True when a result should fail a CI gate.
+inline bool is_alarm(Classification c) {
+  return c == Classification::regression || c == Classification::divergent;
+}
+
+}  // namespace recheck

@@ -1,0 +1,89 @@
+#include "properties/report.h"
+
+#include <iomanip>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "oracles/eager.h"
+
+namespace recheck {
+
+bool CaseResult::has_alarm() const {
+  for (const PropertyResult& r : results) {
+    if (is_alarm(r.classification)) return true;
+  }
+  return false;
+}
+
+bool CaseResult::all_pass() const {
+  for (const PropertyResult& r : results) {
+    if (r.classification != Classification::pass) return false;
+  }
+  return true;
+}
+
+CaseResult check_case(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut) {
+  EagerExecution eager;
+  const Observations eager_run = run_case(c, eager);
+  const Observations oracle_run = run_case(c, oracle);
+  const Observations sut_run = run_case(c, sut);
+  CaseResult result;
+  result.results = check_properties(eager_run, oracle_run, sut_run);
+  result.op_executions = eager_run.op_executions + oracle_run.op_executions + sut_run.op_executions;
+  return result;
+}
+
+std::string describe_results(const std::vector<PropertyResult>& results) {
+  std::ostringstream out;
+  for (const PropertyResult& r : results) {
+    out << std::left << std::setw(20) << r.property << " " << to_string(r.classification) << "\n";
+    if (!r.sut.holds) out << "    sut:    " << r.sut.describe() << "\n";
+    if (!r.oracle.holds) out << "    oracle: " << r.oracle.describe() << "\n";
+  }
+  return out.str();
+}
+
+void Summary::add(const CaseResult& result) {
+  ++cases_;
+  for (const PropertyResult& r : result.results) ++counts_[r.property][static_cast<size_t>(r.classification)];
+}
+
+int64_t Summary::count(Classification c) const {
+  int64_t total = 0;
+  for (const auto& [property, counts] : counts_) total += counts[static_cast<size_t>(c)];
+  return total;
+}
+
+std::string Summary::table() const {
+  std::ostringstream out;
+  out << std::left << std::setw(20) << "property";
+  for (size_t c = 0; c < kClassificationCount; ++c) {
+    out << std::right << std::setw(13) << to_string(static_cast<Classification>(c));
+  }
+  out << "\n";
+  for (const Property& p : properties()) {
+    auto it = counts_.find(p.name);
+    out << std::left << std::setw(20) << p.name;
+    for (size_t c = 0; c < kClassificationCount; ++c) {
+      out << std::right << std::setw(13) << (it == counts_.end() ? 0 : it->second[c]);
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+nlohmann::json Summary::to_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const Property& p : properties()) {
+    auto it = counts_.find(p.name);
+    nlohmann::json row = nlohmann::json::object();
+    for (size_t c = 0; c < kClassificationCount; ++c) {
+      row[to_string(static_cast<Classification>(c))] = it == counts_.end() ? 0 : it->second[c];
+    }
+    j[p.name] = row;
+  }
+  return j;
+}
+
+}  // namespace recheck

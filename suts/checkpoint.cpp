@@ -1,0 +1,291 @@
+#include "suts/checkpoint.h"
+
+#include <sstream>
+#include <stdexcept>
+
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/engine.h>
+
+#include "core/errors.h"
+#include "suts/rng.h"
+
+namespace recheck {
+
+namespace {
+
+bool g_is_checkpointing = false;
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Everything Python keeps on `ctx` besides the saved tensors.
+struct CheckpointCall : torch::CustomClassHolder {
+  RunFunction run_function;
+  bool distribute_saved_activations = false;
+  CheckpointOptions options;
+  Values args;
+  rng::AllStates rng_states;
+  std::vector<int64_t> input_0_shape;
+  // The forward outputs with their tensors left out: C++ Functions return tensors only, so the
+  // non-tensor outputs travel beside them and are merged back in order.
+  Values outputs_without_tensors;
+  std::vector<bool> output_is_tensor;
+};
+
+std::string python_size(at::IntArrayRef sizes) {
+  std::ostringstream out;
+  out << "torch.Size([";
+  for (size_t i = 0; i < sizes.size(); ++i) out << (i ? ", " : "") << sizes[i];
+  out << "])";
+  return out.str();
+}
+
+// megatron.core.utils.safely_set_viewless_tensor_data
+void safely_set_viewless_tensor_data(const at::Tensor& tensor, const at::Tensor& new_data) {
+  if (tensor.is_view()) {
+    throw PythonError(
+        "AssertionError",
+        "Ensure tensor._base is None before setting tensor.data or storing tensor to memory "
+        "buffer. Otherwise, a memory leak will occur (and likely accumulate over iterations). "
+        "FYI, tensor._base has shape " + python_size(tensor._base().sizes()) +
+            ", and new_data_tensor has shape " + python_size(new_data.sizes()) + ".");
+  }
+  tensor.set_data(new_data);
+}
+
+// tensor_parallel.utils.split_tensor_into_1d_equal_chunks(new_buffer=True) and
+// gather_split_1d_tensor, for tensor-parallel world size 1 and rank 0.
+constexpr int64_t kWorldSize = 1;
+constexpr int64_t kRank = 0;
+
+at::Tensor split_tensor_into_1d_equal_chunks(const at::Tensor& data) {
+  const int64_t partition_size = data.numel() / kWorldSize;
+  const int64_t start = partition_size * kRank;
+  // Megatron allocates on the current CUDA device; the port uses the tensor's own device.
+  at::Tensor chunk = at::empty({partition_size}, data.options().requires_grad(false));
+  chunk.copy_(data.view({-1}).slice(0, start, start + partition_size));
+  return chunk;
+}
+
+at::Tensor gather_split_1d_tensor(const at::Tensor& data) {
+  at::Tensor gathered = at::empty({data.numel() * kWorldSize}, data.options().requires_grad(false));
+  gathered.copy_(data);  // all_gather_into_tensor over one rank
+  return gathered;
+}
+
+// torch.utils.checkpoint.detach_variable
+Values detach_variable(const Values& inputs) {
+  Values out;
+  out.reserve(inputs.size());
+  for (const Value& input : inputs) {
+    if (!is_tensor(input)) {
+      out.push_back(input);
+      continue;
+    }
+    const at::Tensor& tensor = as_tensor(input);
+    at::Tensor detached = tensor.detach();
+    detached.set_requires_grad(tensor.requires_grad());
+    out.emplace_back(detached);
+  }
+  return out;
+}
+
+const char* kNotCompatibleWithGrad =
+    "Checkpointing is not compatible with .grad(), please use .backward() if possible";
+
+struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
+  static variable_list forward(AutogradContext* ctx, c10::intrusive_ptr<CheckpointCall> call,
+                               at::TensorList tensor_args) {
+    (void)tensor_args;  // the same tensors as call->args; passed so autograd sees them as inputs
+    set_checkpointing(true);
+
+    // Copy the rng states.
+    call->rng_states = rng::get_all_rng_states();
+
+    Values outputs;
+    {
+      at::NoGradGuard no_grad;
+      outputs = call->run_function(call->args);
+    }
+
+    // Divide hidden states across the model parallel group and keep this rank's chunk.
+    if (call->distribute_saved_activations) {
+      if (call->args.empty()) throw PythonError("IndexError", "tuple index out of range");
+      const Value& first = call->args[0];
+      if (!is_tensor(first)) {
+        throw PythonError("AttributeError", std::string("'") + python_type_name(first) +
+                                                "' object has no attribute 'data'");
+      }
+      const at::Tensor& input_0 = as_tensor(first);
+      call->input_0_shape = input_0.sizes().vec();
+      // Python evaluates the new data before safely_set_viewless_tensor_data checks the view.
+      at::Tensor chunk = split_tensor_into_1d_equal_chunks(input_0.detach());
+      safely_set_viewless_tensor_data(input_0, chunk);
+    }
+
+    // Store everything. None is saved as an undefined tensor; other non-tensors are refused by
+    // MegatronCheckpoint::apply, after this returns, as Python's apply does.
+    variable_list to_save;
+    for (const Value& arg : call->args) to_save.push_back(is_tensor(arg) ? as_tensor(arg) : at::Tensor());
+    ctx->save_for_backward(to_save);
+
+    variable_list tensor_outputs;
+    for (const Value& output : outputs) {
+      const bool output_is_tensor = is_tensor(output);
+      call->output_is_tensor.push_back(output_is_tensor);
+      if (output_is_tensor) {
+        tensor_outputs.push_back(as_tensor(output));
+        call->outputs_without_tensors.emplace_back(None{});
+      } else {
+        call->outputs_without_tensors.push_back(output);
+      }
+    }
+    // The saved variables hold the tensor arguments from here on; keep no second reference.
+    for (Value& arg : call->args) {
+      if (is_tensor(arg)) arg = None{};
+    }
+    ctx->saved_data["call"] = at::IValue::make_capsule(call);
+    set_checkpointing(false);
+    return tensor_outputs;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    if (!torch::autograd::Engine::get_default_engine().is_checkpoint_valid()) {
+      throw PythonError("RuntimeError", kNotCompatibleWithGrad);
+    }
+    auto call = c10::static_intrusive_pointer_cast<CheckpointCall>(ctx->saved_data["call"].toCapsule());
+    set_checkpointing(true);
+    variable_list saved = ctx->get_saved_variables();
+    if (call->distribute_saved_activations) {
+      const at::Tensor& input_0 = saved[0];
+      safely_set_viewless_tensor_data(input_0,
+                                      gather_split_1d_tensor(input_0.detach()).view(call->input_0_shape));
+    }
+    Values inputs;
+    for (const at::Tensor& tensor : saved) {
+      if (tensor.defined()) inputs.emplace_back(tensor);
+      else inputs.emplace_back(None{});
+    }
+
+    Values detached_inputs;
+    Values outputs;
+    {
+      // with _fork_rng(): the finally clause restores the states on both paths.
+      const rng::AllStates current_states = rng::get_all_rng_states();
+      try {
+        // Set the states to what they were before the forward pass.
+        rng::set_all_rng_states(call->rng_states);
+        detached_inputs = detach_variable(inputs);
+        at::AutoGradMode enable_grad(true);
+        outputs = call->run_function(detached_inputs);
+      } catch (...) {
+        rng::set_all_rng_states(current_states);
+        throw;
+      }
+      rng::set_all_rng_states(current_states);
+    }
+
+    // Python's backward receives one gradient per forward output, None for non-tensor outputs,
+    // and zips them with the recomputed outputs (the shorter list wins).
+    variable_list kept_outputs;
+    variable_list kept_grads;
+    size_t next_tensor_grad = 0;
+    for (size_t i = 0; i < outputs.size() && i < call->output_is_tensor.size(); ++i) {
+      at::Tensor grad;
+      if (call->output_is_tensor[i]) grad = grad_outputs.at(next_tensor_grad++);
+      const Value& output = outputs[i];
+      if (is_tensor(output) && as_tensor(output).requires_grad()) {
+        kept_outputs.push_back(as_tensor(output));
+        kept_grads.push_back(grad);
+      }
+    }
+    // `outputs, args = zip(*[])` unpacks nothing: Megatron raises this when no output needs grad.
+    if (kept_outputs.empty()) {
+      throw PythonError("ValueError", "not enough values to unpack (expected 2, got 0)");
+    }
+    torch::autograd::backward(kept_outputs, kept_grads);
+
+    variable_list grads;
+    grads.emplace_back();  // the CheckpointCall argument
+    for (const Value& input : detached_inputs) {
+      if (is_tensor(input)) grads.push_back(as_tensor(input).grad());
+    }
+    if (call->options.clear_detached_grads) {
+      for (const Value& input : detached_inputs) {
+        if (is_tensor(input)) as_tensor(input).mutable_grad().reset();
+      }
+    }
+    set_checkpointing(false);
+    return grads;
+  }
+};
+
+}  // namespace
+
+bool is_checkpointing() { return g_is_checkpointing; }
+void set_checkpointing(bool value) { g_is_checkpointing = value; }
+
+const std::vector<Variant>& variants() {
+  static const std::vector<Variant> all = {
+      {"clearing", "the change under test: resets .grad of detached inputs after collecting it",
+       CheckpointOptions{/*clear_detached_grads=*/true}},
+      {"nonclearing", "Megatron before the change: the oracle",
+       CheckpointOptions{/*clear_detached_grads=*/false}},
+  };
+  return all;
+}
+
+const Variant& find_variant(const std::string& name) {
+  std::string known;
+  for (const Variant& variant : variants()) {
+    if (variant.name == name) return variant;
+    known += (known.empty() ? "" : ", ") + variant.name;
+  }
+  throw std::invalid_argument("unknown variant '" + name + "' (known: " + known + ")");
+}
+
+Values MegatronCheckpoint::apply(const RunFunction& run_function, bool distribute_saved_activations,
+                                 const Values& args) {
+  auto call = c10::make_intrusive<CheckpointCall>();
+  call->run_function = run_function;
+  call->distribute_saved_activations = distribute_saved_activations;
+  call->options = variant_.options;
+  call->args = args;
+
+  std::vector<at::Tensor> tensor_args;
+  bool any_requires_grad = false;
+  for (const Value& arg : args) {
+    if (!is_tensor(arg)) continue;
+    tensor_args.push_back(as_tensor(arg));
+    any_requires_grad = any_requires_grad || as_tensor(arg).requires_grad();
+  }
+  const bool is_executable = at::GradMode::is_enabled() && any_requires_grad;
+
+  variable_list tensor_outputs = CheckpointFunction::apply(call, at::TensorList(tensor_args));
+
+  // Python's Function.apply saves for backward after forward returned, and only when the call
+  // is differentiable: that is when save_for_backward refuses a non-tensor, non-None argument.
+  if (is_executable) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (!is_tensor(args[i]) && !is_none(args[i])) {
+        throw PythonError("TypeError", "save_for_backward can only save variables, but argument " +
+                                           std::to_string(i) + " is of type " +
+                                           python_type_name(args[i]));
+      }
+    }
+  }
+
+  Values outputs = call->outputs_without_tensors;
+  size_t next_tensor = 0;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (call->output_is_tensor[i]) outputs[i] = tensor_outputs.at(next_tensor++);
+  }
+  return outputs;
+}
+
+std::unique_ptr<CheckpointImplementation> make_checkpoint(const std::string& variant_name) {
+  return std::make_unique<MegatronCheckpoint>(find_variant(variant_name));
+}
+
+}  // namespace recheck

@@ -1,0 +1,61 @@
+// The functions under test: a port of Megatron-LM's CheckpointFunction
+// (megatron/core/tensor_parallel/random.py), step for step, and its variants as named options.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/value.h"
+
+namespace recheck {
+
+// A checkpointed segment's body, called once in forward and again to recompute in backward.
+using RunFunction = std::function<Values(const Values&)>;
+
+// What the interpreter calls for every checkpoint op. C++ variants, eager execution and (later)
+// Python implementations all plug in here.
+class CheckpointImplementation {
+ public:
+  virtual ~CheckpointImplementation() = default;
+  virtual std::string name() const = 0;
+  virtual Values apply(const RunFunction& run_function, bool distribute_saved_activations,
+                       const Values& args) = 0;
+};
+
+// The global "is checkpointing" flag: set while a checkpoint's forward or backward runs.
+bool is_checkpointing();
+void set_checkpointing(bool value);
+
+// The options that make the named variants. Each is one plausible way to write the function.
+struct CheckpointOptions {
+  // The change under test: reset `.grad` of every detached input after backward collected it.
+  bool clear_detached_grads = false;
+};
+
+struct Variant {
+  std::string name;
+  std::string description;
+  CheckpointOptions options;
+};
+
+// Every named variant, the correct ones first.
+const std::vector<Variant>& variants();
+// The variant called `name`; throws std::invalid_argument listing the known names otherwise.
+const Variant& find_variant(const std::string& name);
+
+class MegatronCheckpoint : public CheckpointImplementation {
+ public:
+  explicit MegatronCheckpoint(Variant variant) : variant_(std::move(variant)) {}
+  std::string name() const override { return variant_.name; }
+  Values apply(const RunFunction& run_function, bool distribute_saved_activations,
+               const Values& args) override;
+
+ private:
+  Variant variant_;
+};
+
+std::unique_ptr<CheckpointImplementation> make_checkpoint(const std::string& variant_name);
+
+}  // namespace recheck

@@ -1,0 +1,181 @@
+#include "suts/rng.h"
+
+#include <mutex>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "core/errors.h"
+#include "core/torch_compat.h"
+
+namespace recheck::rng {
+
+const char* const kDataParallelRngTrackerName = "data-parallel-rng";
+const char* const kModelParallelRngTrackerName = "model-parallel-rng";
+const char* const kExpertParallelRngTrackerName = "expert-parallel-rng";
+
+namespace {
+
+Device g_device = Device::cpu;
+
+at::Generator& cpu_device_stand_in() {
+  static at::Generator stand_in = at::make_generator<at::CPUGeneratorImpl>(0);
+  return stand_in;
+}
+
+}  // namespace
+
+void use_device(Device device) {
+  if (device == Device::cuda && !compat::cuda_available()) {
+    throw std::runtime_error("device cuda requested, but no CUDA device is available to this build");
+  }
+  g_device = device;
+}
+
+Device current_device() { return g_device; }
+
+at::Generator cpu_generator() { return at::detail::getDefaultCPUGenerator(); }
+
+at::Generator device_generator() {
+  if (g_device == Device::cuda) return compat::default_cuda_generator();
+  return cpu_device_stand_in();
+}
+
+// Generator's mutex() and setters are not const in every libtorch version; a copied handle
+// shares the generator it was copied from.
+at::Tensor get_state(const at::Generator& generator) {
+  at::Generator handle = generator;
+  std::lock_guard<std::mutex> lock(handle.mutex());
+  return handle.get_state();
+}
+
+void set_state(const at::Generator& generator, const at::Tensor& state) {
+  at::Generator handle = generator;
+  std::lock_guard<std::mutex> lock(handle.mutex());
+  handle.set_state(state);
+}
+
+void manual_seed(const at::Generator& generator, uint64_t seed) {
+  at::Generator handle = generator;
+  std::lock_guard<std::mutex> lock(handle.mutex());
+  handle.set_current_seed(seed);
+}
+
+void CudaRNGStatesTracker::reset() {
+  is_initialized_ = false;
+  states_ = std::make_shared<StateMap>();
+  seeds_.clear();
+  current_state_name_ = kDefaultStateName;
+}
+
+StateMapPtr CudaRNGStatesTracker::get_states() const {
+  return std::make_shared<StateMap>(*states_);
+}
+
+void CudaRNGStatesTracker::set_states(StateMapPtr states) {
+  is_initialized_ = true;
+  states_ = std::move(states);
+}
+
+void CudaRNGStatesTracker::add(const std::string& name, int64_t seed) {
+  is_initialized_ = true;
+  // Megatron records the seed before it checks the name: a refused name still uses up its seed.
+  if (seeds_.count(seed) != 0) {
+    throw PythonError("Exception", "seed " + std::to_string(seed) + " already exists");
+  }
+  seeds_.insert(seed);
+  if (states_->count(name) != 0) {
+    throw PythonError("Exception", "cuda rng state " + name + " already exists");
+  }
+  at::Generator device = device_generator();
+  at::Tensor orig_rng_state = get_state(device);
+  manual_seed(device, static_cast<uint64_t>(seed));
+  (*states_)[name] = get_state(device);
+  set_state(device, orig_rng_state);
+}
+
+void CudaRNGStatesTracker::fork(const std::string& name, const std::function<void()>& body) {
+  if (states_->count(name) == 0) {
+    throw PythonError("Exception", "cuda rng state " + name + " is not added");
+  }
+  at::Generator device = device_generator();
+  at::Tensor orig_cuda_rng_state = get_state(device);
+  const std::string orig_state_name = current_state_name_;
+  if (orig_state_name != kDefaultStateName) (*states_)[orig_state_name] = orig_cuda_rng_state;
+  set_state(device, states_->at(name));
+  current_state_name_ = name;
+  // Python's `finally:` runs on both paths; Megatron only logs a changed CPU state, so we do not.
+  auto leave = [&] {
+    if (current_state_name_ != name) {
+      throw PythonError("Exception", "current state name " + current_state_name_ +
+                                         " is not the same as the desired state name " + name + ".");
+    }
+    (*states_)[name] = get_state(device);
+    if (orig_state_name != kDefaultStateName) orig_cuda_rng_state = states_->at(orig_state_name);
+    set_state(device, orig_cuda_rng_state);
+    current_state_name_ = orig_state_name;
+  };
+  try {
+    body();
+  } catch (...) {
+    leave();
+    throw;
+  }
+  leave();
+}
+
+CudaRNGStatesTracker& get_cuda_rng_tracker() {
+  static CudaRNGStatesTracker tracker;
+  return tracker;
+}
+
+void model_parallel_cuda_manual_seed(int64_t seed, int64_t tp_rank, int64_t ep_rank,
+                                     int64_t etp_rank) {
+  // 2718 is Megatron's offset: any positive value works, this one makes seeds comparable.
+  const int64_t offset = seed + 2718;
+  const int64_t tensor_model_parallel_seed = offset + tp_rank;
+  const int64_t data_parallel_seed = seed;
+  CudaRNGStatesTracker& tracker = get_cuda_rng_tracker();
+  tracker.reset();
+  manual_seed(device_generator(), static_cast<uint64_t>(data_parallel_seed));
+  tracker.add(kDataParallelRngTrackerName, data_parallel_seed);
+  tracker.add(kModelParallelRngTrackerName, tensor_model_parallel_seed);
+  const int64_t expert_parallel_seed = seed + 1024 + 100 * ep_rank + etp_rank;
+  tracker.add(kExpertParallelRngTrackerName, expert_parallel_seed);
+}
+
+AllStates get_all_rng_states() {
+  return {get_state(cpu_generator()), get_state(device_generator()),
+          get_cuda_rng_tracker().get_states()};
+}
+
+void set_all_rng_states(const AllStates& states) {
+  set_state(cpu_generator(), states.cpu);
+  set_state(device_generator(), states.device);
+  get_cuda_rng_tracker().set_states(states.tracker);
+}
+
+namespace {
+std::vector<uint8_t> bytes_of(const at::Tensor& state) {
+  at::Tensor cpu = state.to(at::kCPU).contiguous();
+  const auto* begin = static_cast<const uint8_t*>(cpu.data_ptr());
+  return {begin, begin + cpu.nbytes()};
+}
+}  // namespace
+
+Snapshot snapshot() {
+  Snapshot s;
+  s.cpu = bytes_of(get_state(cpu_generator()));
+  s.device = bytes_of(get_state(device_generator()));
+  const CudaRNGStatesTracker& tracker = get_cuda_rng_tracker();
+  for (const auto& [name, state] : tracker.live_states()) s.tracker[name] = bytes_of(state);
+  s.tracker_current = tracker.current_state_name();
+  return s;
+}
+
+void reset_all(uint64_t seed) {
+  // A CPU seed apart from the device's, so that the two streams never coincide.
+  manual_seed(cpu_generator(), seed ^ 0x9E3779B97F4A7C15ULL);
+  model_parallel_cuda_manual_seed(static_cast<int64_t>(seed));
+}
+
+}  // namespace recheck::rng
