@@ -1,0 +1,249 @@
+// The port of Megatron's CheckpointFunction, step by step, and the quirks it keeps on purpose.
+#include <gtest/gtest.h>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include "core/errors.h"
+#include "suts/checkpoint.h"
+#include "suts/rng.h"
+
+namespace recheck {
+namespace {
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rng::use_device(rng::Device::cpu);
+    rng::reset_all(99);
+    set_checkpointing(false);
+  }
+  static at::Tensor leaf(std::vector<int64_t> shape, uint64_t seed) {
+    at::Generator g = at::make_generator<at::CPUGeneratorImpl>(seed);
+    at::Tensor t = at::randn(shape, g, at::kFloat);
+    t.set_requires_grad(true);
+    return t;
+  }
+  static RaisedError error_of(const std::function<void()>& f) {
+    try {
+      f();
+    } catch (...) {
+      return describe_current_exception();
+    }
+    return {"", "no error"};
+  }
+};
+
+// x * w + tanh(x), with the result also kept by `keep` when given.
+RunFunction layer(std::vector<at::Tensor>* keep = nullptr) {
+  return [keep](const Values& in) -> Values {
+    const at::Tensor& x = as_tensor(in.at(0));
+    const at::Tensor& w = as_tensor(in.at(1));
+    if (keep) keep->push_back(x);
+    return {x * w + at::tanh(x)};
+  };
+}
+
+TEST_F(CheckpointTest, forward_runs_the_function_once_without_grad_and_returns_its_outputs) {
+  int calls = 0;
+  bool grad_mode_inside = true;
+  RunFunction f = [&](const Values& in) -> Values {
+    ++calls;
+    grad_mode_inside = at::GradMode::is_enabled();
+    return {as_tensor(in[0]) * 2};
+  };
+  at::Tensor x = leaf({3}, 1);
+  Values out = make_checkpoint("nonclearing")->apply(f, false, {x});
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(grad_mode_inside);
+  EXPECT_TRUE(as_tensor(out[0]).equal(x.detach() * 2));
+  EXPECT_TRUE(as_tensor(out[0]).requires_grad());
+}
+
+TEST_F(CheckpointTest, backward_recomputes_with_grad_on_and_matches_eager_gradients) {
+  at::Tensor x = leaf({4}, 1), w = leaf({4}, 2);
+  at::Tensor xe = x.detach().clone().set_requires_grad(true), we = w.detach().clone().set_requires_grad(true);
+  Values out = make_checkpoint("clearing")->apply(layer(), false, {x, w});
+  torch::autograd::backward({as_tensor(out[0]).sum()});
+  torch::autograd::backward({as_tensor(layer()({xe, we})[0]).sum()});
+  EXPECT_TRUE(x.grad().equal(xe.grad()));
+  EXPECT_TRUE(w.grad().equal(we.grad()));
+}
+
+TEST_F(CheckpointTest, clearing_resets_grad_of_detached_inputs_after_collecting) {
+  std::vector<at::Tensor> seen;  // what the run function received: forward args, then detached inputs
+  at::Tensor x = leaf({4}, 1), w = leaf({4}, 2);
+  Values out = make_checkpoint("clearing")->apply(layer(&seen), false, {x, w});
+  torch::autograd::backward({as_tensor(out[0]).sum()});
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_FALSE(seen[1].grad().defined());
+  EXPECT_TRUE(x.grad().defined());
+}
+
+TEST_F(CheckpointTest, nonclearing_leaves_grad_on_detached_inputs) {
+  std::vector<at::Tensor> seen;
+  at::Tensor x = leaf({4}, 1), w = leaf({4}, 2);
+  Values out = make_checkpoint("nonclearing")->apply(layer(&seen), false, {x, w});
+  torch::autograd::backward({as_tensor(out[0]).sum()});
+  ASSERT_EQ(seen.size(), 2u);
+  ASSERT_TRUE(seen[1].grad().defined());
+  EXPECT_TRUE(seen[1].grad().equal(x.grad()));
+}
+
+TEST_F(CheckpointTest, clearing_returns_same_grads_when_input_is_stashed) {
+  auto grads_of = [&](const std::string& variant) {
+    rng::reset_all(99);
+    std::vector<at::Tensor> stash;
+    at::Tensor x = leaf({4}, 1), w = leaf({4}, 2);
+    Values out = make_checkpoint(variant)->apply(layer(&stash), false, {x, w});
+    torch::autograd::backward({as_tensor(out[0]).sum()});
+    return std::make_pair(x.grad(), w.grad());
+  };
+  auto [xc, wc] = grads_of("clearing");
+  auto [xn, wn] = grads_of("nonclearing");
+  EXPECT_TRUE(xc.equal(xn));
+  EXPECT_TRUE(wc.equal(wn));
+}
+
+TEST_F(CheckpointTest, recompute_draws_the_forward_randomness_and_restores_the_states_after) {
+  std::vector<at::Tensor> masks;
+  RunFunction f = [&](const Values& in) -> Values {
+    at::Tensor cpu_mask = at::empty({8}).bernoulli_(0.5, rng::cpu_generator());
+    at::Tensor device_mask = at::empty({8}).bernoulli_(0.5, rng::device_generator());
+    at::Tensor tracker_mask;
+    rng::get_cuda_rng_tracker().fork(rng::kModelParallelRngTrackerName,
+                                     [&] { tracker_mask = at::empty({8}).bernoulli_(0.5, rng::device_generator()); });
+    masks.push_back(at::cat({cpu_mask, device_mask, tracker_mask}));
+    return {as_tensor(in[0]) * cpu_mask * device_mask * tracker_mask};
+  };
+  at::Tensor x = leaf({8}, 3);
+  Values out = make_checkpoint("clearing")->apply(f, false, {x});
+  const rng::Snapshot after_forward = rng::snapshot();
+  torch::autograd::backward({as_tensor(out[0]).sum()});
+  ASSERT_EQ(masks.size(), 2u);
+  EXPECT_TRUE(masks[0].equal(masks[1]));
+  EXPECT_EQ(after_forward, rng::snapshot());
+}
+
+TEST_F(CheckpointTest, rng_is_restored_when_recompute_throws) {
+  int calls = 0;
+  RunFunction f = [&](const Values& in) -> Values {
+    at::empty({8}).normal_(0, 1, rng::device_generator());
+    if (++calls == 2) throw std::runtime_error("recompute failed");
+    return {as_tensor(in[0]) * 2};
+  };
+  at::Tensor x = leaf({8}, 3);
+  Values out = make_checkpoint("clearing")->apply(f, false, {x});
+  const rng::Snapshot after_forward = rng::snapshot();
+  EXPECT_EQ(error_of([&] { torch::autograd::backward({as_tensor(out[0]).sum()}); }).message, "recompute failed");
+  EXPECT_EQ(after_forward, rng::snapshot());
+}
+
+TEST_F(CheckpointTest, flag_is_set_while_forward_runs_and_unset_after_backward) {
+  std::vector<bool> flags;
+  RunFunction f = [&](const Values& in) -> Values {
+    flags.push_back(is_checkpointing());
+    return {as_tensor(in[0]) * 2};
+  };
+  at::Tensor x = leaf({2}, 1);
+  Values out = make_checkpoint("clearing")->apply(f, false, {x});
+  EXPECT_FALSE(is_checkpointing());
+  torch::autograd::backward({as_tensor(out[0]).sum()});
+  EXPECT_EQ(flags, (std::vector<bool>{true, true}));
+  EXPECT_FALSE(is_checkpointing());
+}
+
+TEST_F(CheckpointTest, non_tensor_argument_raises_type_error_after_the_function_ran) {
+  int calls = 0;
+  RunFunction f = [&](const Values& in) -> Values {
+    ++calls;
+    return {as_tensor(in[0]) * 2};
+  };
+  at::Tensor x = leaf({2}, 1);
+  const RaisedError error = error_of([&] { make_checkpoint("clearing")->apply(f, false, {x, int64_t{3}}); });
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(error.type, "TypeError");
+  EXPECT_EQ(error.message, "save_for_backward can only save variables, but argument 1 is of type int");
+  EXPECT_FALSE(is_checkpointing());
+}
+
+TEST_F(CheckpointTest, non_tensor_argument_is_accepted_when_nothing_requires_grad) {
+  RunFunction f = [](const Values& in) -> Values { return {as_tensor(in[0]) * 2, in[1]}; };
+  at::Tensor x = at::ones({2});
+  Values out = make_checkpoint("clearing")->apply(f, false, {x, std::string("mode")});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(std::get<std::string>(out[1]), "mode");
+}
+
+TEST_F(CheckpointTest, none_argument_is_saved_and_gets_no_gradient) {
+  RunFunction f = [](const Values& in) -> Values {
+    EXPECT_TRUE(is_none(in[1]));
+    return {as_tensor(in[0]) * 3};
+  };
+  at::Tensor x = leaf({2}, 1);
+  Values out = make_checkpoint("clearing")->apply(f, false, {x, None{}});
+  torch::autograd::backward({as_tensor(out[0]).sum()});
+  EXPECT_TRUE(x.grad().equal(at::full({2}, 3.0)));
+}
+
+TEST_F(CheckpointTest, backward_raises_when_no_recomputed_output_requires_grad) {
+  // The output requires grad through the Function, but its recomputation is a constant.
+  RunFunction f = [](const Values&) -> Values { return {at::ones({2})}; };
+  at::Tensor x = leaf({2}, 1);
+  Values out = make_checkpoint("clearing")->apply(f, false, {x});
+  const RaisedError error = error_of([&] { torch::autograd::backward({as_tensor(out[0]).sum()}); });
+  EXPECT_EQ(error.type, "ValueError");
+  EXPECT_EQ(error.message, "not enough values to unpack (expected 2, got 0)");
+}
+
+TEST_F(CheckpointTest, grad_call_with_explicit_inputs_is_refused) {
+  at::Tensor x = leaf({2}, 1);
+  Values out = make_checkpoint("clearing")->apply(layer(), false, {x, leaf({2}, 2)});
+  const RaisedError error = error_of([&] { torch::autograd::grad({as_tensor(out[0]).sum()}, {x}); });
+  EXPECT_EQ(error.type, "RuntimeError");
+  EXPECT_EQ(error.message, "Checkpointing is not compatible with .grad(), please use .backward() if possible");
+}
+
+TEST_F(CheckpointTest, distributed_view_argument_is_refused) {
+  at::Tensor base = leaf({2, 3}, 1);
+  at::Tensor view = base.narrow(0, 0, 1);
+  RunFunction f = [](const Values& in) -> Values { return {as_tensor(in[0]) * 2}; };
+  const RaisedError error = error_of([&] { make_checkpoint("clearing")->apply(f, true, {view}); });
+  EXPECT_EQ(error.type, "AssertionError");
+  EXPECT_NE(error.message.find("Ensure tensor._base is None"), std::string::npos) << error.message;
+  EXPECT_NE(error.message.find("torch.Size([2, 3])"), std::string::npos) << error.message;
+}
+
+// Python builds the new 1-D chunk (args[0].data.view(-1)) before it checks for a view, so a
+// non-contiguous view fails on the flattening first.
+TEST_F(CheckpointTest, distributed_non_contiguous_view_fails_flattening_before_the_view_check) {
+  at::Tensor view = leaf({2, 3}, 1).transpose(0, 1);
+  RunFunction f = [](const Values& in) -> Values { return {as_tensor(in[0]) * 2}; };
+  const RaisedError error = error_of([&] { make_checkpoint("clearing")->apply(f, true, {view}); });
+  EXPECT_EQ(error.type, "RuntimeError");
+  EXPECT_EQ(error.message.rfind("view size is not compatible with input tensor's size and stride", 0), 0u) << error.message;
+}
+
+TEST_F(CheckpointTest, distribute_keeps_a_1d_chunk_until_backward_restores_the_shape) {
+  at::Tensor x = at::randn({2, 3});
+  at::Tensor h = x.clone().set_requires_grad(true);
+  RunFunction f = [](const Values& in) -> Values { return {as_tensor(in[0]) * 2}; };
+  Values out = make_checkpoint("clearing")->apply(f, true, {h});
+  EXPECT_EQ(h.sizes(), (at::IntArrayRef{6}));
+  torch::autograd::backward({as_tensor(out[0]).sum()});
+  EXPECT_EQ(h.sizes(), (at::IntArrayRef{2, 3}));
+  EXPECT_TRUE(h.detach().equal(x));
+  EXPECT_TRUE(h.grad().equal(at::full({2, 3}, 2.0)));
+}
+
+TEST_F(CheckpointTest, unknown_variant_names_the_known_ones) {
+  try {
+    make_checkpoint("no-such-variant");
+    FAIL();
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("clearing, nonclearing"), std::string::npos) << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace recheck

@@ -1,0 +1,78 @@
+// The command-line tool as a user runs it: exit codes, the table, errors naming the field.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct Result {
+  int exit_code;
+  std::string output;
+};
+
+Result run(const std::string& args) {
+  const std::string command = std::string(RECHECK_BINARY) + " " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe.get())) > 0) output.append(buffer.data(), n);
+  const int status = pclose(pipe.release());
+  return {WEXITSTATUS(status), output};
+}
+
+const std::string kSeeds = std::string(RECHECK_SOURCE_DIR) + "/corpus/seeds/";
+
+TEST(Cli, run_prints_a_table_and_exits_zero_for_clearing) {
+  const std::string out = ::testing::TempDir() + "/cli-run";
+  const Result r = run("run --seed 7 --cases 30 --quiet --out " + out);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("recheck run: 30 cases"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("grads-bitwise"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("OK: no regression, no divergence"), std::string::npos) << r.output;
+}
+
+TEST(Cli, run_writes_a_json_report) {
+  const std::string report = ::testing::TempDir() + "/report.json";
+  const Result r = run("run --seed 7 --cases 5 --quiet --out " + ::testing::TempDir() + "/cli-json --json " + report);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(report);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"cases\": 5"), std::string::npos) << text;
+}
+
+TEST(Cli, repro_prints_graph_and_each_property) {
+  const Result r = run("repro " + kSeeds + "non-tensor-argument.json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("checkpoint(distribute=False, v0, 3, 'mode', True, 0.5)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("errors-match         pre-existing"), std::string::npos) << r.output;
+}
+
+TEST(Cli, bad_case_file_exits_two_naming_the_field) {
+  const std::string path = ::testing::TempDir() + "/bad.json";
+  std::ofstream(path) << R"({"format": "recheck-case", "version": 1, "seed": -1})";
+  const Result r = run("show " + path);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find(path + ": case.seed: expected a non-negative integer, found -1"), std::string::npos) << r.output;
+}
+
+TEST(Cli, unknown_variant_exits_two) {
+  const Result r = run("run --sut nosuch --cases 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown variant 'nosuch'"), std::string::npos) << r.output;
+}
+
+TEST(Cli, help_describes_each_command) {
+  for (const char* command : {"run", "repro", "show", "variants"}) {
+    const Result r = run(std::string(command) + " --help");
+    EXPECT_EQ(r.exit_code, 0) << command;
+    EXPECT_NE(r.output.find("usage: recheck " + std::string(command)), std::string::npos) << r.output;
+  }
+}
+
+}  // namespace

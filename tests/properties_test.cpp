@@ -1,0 +1,186 @@
+// Each property on a case where it must hold and on observations where it must fail, and the
+// classification of verdict pairs.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "oracles/eager.h"
+#include "properties/generator.h"
+#include "properties/report.h"
+
+namespace recheck {
+namespace {
+
+Case parse(const char* text) { return case_from_json(nlohmann::json::parse(text)); }
+
+// A checkpoint with dropout from every source, two iterations: every property holds on it.
+const char* kDropoutCase = R"({"format": "recheck-case", "version": 1, "seed": 4, "dtype": "float32",
+  "device": "cpu", "iterations": 2,
+  "leaves": [{"shape": [3, 3], "requires_grad": true, "fill": "randn"},
+             {"shape": [3, 3], "requires_grad": true, "fill": "randn"}],
+  "root": {"ops": [
+    {"op": "checkpoint", "distribute": false, "args": [{"ref": 0}, {"ref": 1}], "body": {"ops": [
+      {"op": "stash", "x": 0},
+      {"op": "matmul", "a": 0, "b": 1},
+      {"op": "random", "fn": "dropout", "source": "cpu", "p": 0.5, "x": 2},
+      {"op": "random", "fn": "noise", "source": "device", "p": 0.1, "x": 3},
+      {"op": "random", "fn": "dropout", "source": "tracker", "tracker_state": "model-parallel-rng", "p": 0.5, "x": 4}
+    ], "outputs": [5]}},
+    {"op": "unary", "fn": "tanh", "x": 2}
+  ], "outputs": [3]}})";
+
+struct Fixture : ::testing::Test {
+  Case c = parse(kDropoutCase);
+  EagerExecution eager_impl;
+  std::unique_ptr<CheckpointImplementation> oracle_impl = make_checkpoint("nonclearing");
+  std::unique_ptr<CheckpointImplementation> sut_impl = make_checkpoint("clearing");
+  Observations eager = run_case(c, eager_impl);
+  Observations oracle = run_case(c, *oracle_impl);
+  Observations sut = run_case(c, *sut_impl);
+
+  Verdict check(const char* name, const Observations& subject) {
+    const Property* p = find_property(name);
+    EXPECT_NE(p, nullptr) << name;
+    return p->check(subject, Runs{eager, oracle});
+  }
+};
+
+TEST_F(Fixture, every_property_holds_for_clearing_on_a_dropout_case) {
+  ASSERT_FALSE(eager.error) << eager.error->error.message;
+  ASSERT_EQ(sut.iterations.size(), 2u);
+  for (const PropertyResult& r : check_properties(eager, oracle, sut)) {
+    EXPECT_EQ(r.classification, Classification::pass) << r.property << ": " << r.sut.describe() << r.oracle.describe();
+  }
+  ASSERT_EQ(sut.segment_calls.size(), 2u);  // one checkpoint, two iterations
+  EXPECT_EQ(sut.segment_calls[0].calls.size(), 2u);  // forward and recomputation
+}
+
+TEST_F(Fixture, grads_bitwise_names_leaf_element_values_and_ulp) {
+  Observations broken = sut;
+  at::Tensor& grad = broken.iterations[1].leaf_grads[1];
+  const float original = grad.view({-1})[4].item<float>();
+  grad.view({-1})[4] = std::nextafter(original, INFINITY);
+  const Verdict v = check("grads-bitwise", broken);
+  ASSERT_FALSE(v.holds);
+  EXPECT_EQ(v.where, "iteration 1, leaf v1 .grad");
+  ASSERT_TRUE(v.difference);
+  EXPECT_EQ(v.difference->index, 4);
+  EXPECT_EQ(v.difference->ulp, 1);
+}
+
+TEST_F(Fixture, grads_bitwise_counts_a_signed_zero) {
+  Observations broken = sut;
+  broken.iterations[0].leaf_grads[0] = at::zeros({3, 3});
+  Observations negative = broken;
+  negative.iterations[0].leaf_grads[0] = -at::zeros({3, 3});
+  EXPECT_FALSE(find_property("grads-bitwise")->check(negative, Runs{eager, broken}).holds);
+}
+
+TEST_F(Fixture, grads_bitwise_fails_on_a_missing_grad) {
+  Observations broken = sut;
+  broken.iterations[0].leaf_grads[0] = at::Tensor();
+  const Verdict v = check("grads-bitwise", broken);
+  ASSERT_FALSE(v.holds);
+  EXPECT_EQ(v.difference->kind, "defined");
+}
+
+TEST_F(Fixture, outputs_bitwise_fails_on_a_changed_loss) {
+  Observations broken = sut;
+  broken.iterations[0].loss = broken.iterations[0].loss + 1;
+  const Verdict v = check("outputs-bitwise", broken);
+  ASSERT_FALSE(v.holds);
+  EXPECT_EQ(v.where, "iteration 0, loss");
+}
+
+TEST_F(Fixture, recompute_fidelity_fails_when_a_recomputation_differs) {
+  Observations broken = sut;
+  broken.segment_calls[0].calls[1][0] = broken.segment_calls[0].calls[1][0] * 2;
+  const Verdict v = check("recompute-fidelity", broken);
+  ASSERT_FALSE(v.holds);
+  EXPECT_EQ(v.where, "root.ops[0] at iteration 0, recomputed output 0 vs forward");
+}
+
+TEST_F(Fixture, grads_match_eager_allows_the_bound_and_no_more) {
+  Observations near = sut;
+  at::Tensor& grad = near.iterations[0].leaf_grads[0];
+  grad = grad * (1 + 1e-7);
+  EXPECT_TRUE(check("grads-match-eager", near).holds);
+  Observations far = sut;
+  far.iterations[0].leaf_grads[0] = far.iterations[0].leaf_grads[0] * 1.01;
+  const Verdict v = check("grads-match-eager", far);
+  ASSERT_FALSE(v.holds);
+  EXPECT_GT(v.difference->ulp, grad_ulp_bound(at::kFloat));
+}
+
+TEST_F(Fixture, rng_restored_names_the_state_that_differs) {
+  Observations broken = sut;
+  broken.iterations[1].rng.tracker.at("model-parallel-rng")[0] ^= 1;
+  const Verdict v = check("rng-restored", broken);
+  ASSERT_FALSE(v.holds);
+  EXPECT_EQ(v.describe(), "after iteration 1: differs from eager: tracker state 'model-parallel-rng'");
+}
+
+TEST_F(Fixture, errors_match_fails_when_only_the_subject_raises) {
+  Observations broken = sut;
+  broken.error = ErrorRecord{0, "backward", {"ValueError", "boom"}, broken.iterations[0].rng};
+  const Verdict v = check("errors-match", broken);
+  ASSERT_FALSE(v.holds);
+  EXPECT_EQ(v.detail, "ValueError in iteration 0 backward: boom | eager: no error");
+}
+
+TEST_F(Fixture, no_side_effects_fails_when_the_flag_is_left_set) {
+  Observations broken = sut;
+  broken.iterations[0].checkpointing_flag = true;
+  EXPECT_EQ(check("no-side-effects", broken).describe(), "after iteration 0: is-checkpointing flag left set");
+}
+
+TEST(Classify, pairs_of_verdicts) {
+  const Verdict ok = Verdict::pass();
+  const Verdict a = Verdict::fail("x", std::nullopt, "a");
+  const Verdict b = Verdict::fail("x", std::nullopt, "b");
+  EXPECT_EQ(classify(ok, ok), Classification::pass);
+  EXPECT_EQ(classify(ok, a), Classification::regression);
+  EXPECT_EQ(classify(a, a), Classification::pre_existing);
+  EXPECT_EQ(classify(a, ok), Classification::fixed);
+  EXPECT_EQ(classify(a, b), Classification::divergent);
+}
+
+TEST(Errors, errors_match_holds_when_both_raise_the_same_error) {
+  const Case c = parse(R"({"format": "recheck-case", "version": 1, "seed": 8, "dtype": "float32",
+    "device": "cpu", "iterations": 1, "leaves": [{"shape": [2, 3], "requires_grad": true, "fill": "arange"}],
+    "root": {"ops": [{"op": "checkpoint", "distribute": false, "args": [{"ref": 0}], "body": {"ops": [
+      {"op": "random", "fn": "dropout", "source": "device", "p": 0.5, "x": 0}, {"op": "raise", "x": 1}],
+      "outputs": [2]}}], "outputs": [1]}})");
+  EagerExecution eager;
+  auto sut = make_checkpoint("clearing");
+  const Observations e = run_case(c, eager);
+  const Observations s = run_case(c, *sut);
+  ASSERT_TRUE(e.error);
+  EXPECT_EQ(e.error->error.type, "RuntimeError");
+  EXPECT_TRUE(find_property("errors-match")->check(s, Runs{e, e}).holds);
+}
+
+// A fixed-seed slice of what `recheck run` does: no false alarm for the change under test.
+TEST(Generated, clearing_shows_no_regression_on_a_fixed_seed_slice) {
+  auto oracle = make_checkpoint("nonclearing");
+  auto sut = make_checkpoint("clearing");
+  Summary summary;
+  for (uint64_t seed = 1000; seed < 1300; ++seed) {
+    const Case c = draw_case(GenOptions{}, seed);
+    const CaseResult result = check_case(c, *oracle, *sut);
+    summary.add(result);
+    for (const PropertyResult& r : result.results) {
+      EXPECT_FALSE(is_alarm(r.classification)) << "draw seed " << seed << ", " << r.property << ": " << r.sut.describe();
+    }
+  }
+  EXPECT_EQ(summary.cases(), 300);
+}
+
+TEST(Generated, cases_nest_checkpoints_three_deep) {
+  int deepest = 0;
+  for (uint64_t seed = 0; seed < 300; ++seed) deepest = std::max(deepest, stats(draw_case(GenOptions{}, seed)).max_depth);
+  EXPECT_EQ(deepest, 3);
+}
+
+}  // namespace
+}  // namespace recheck
