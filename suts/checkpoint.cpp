@@ -102,6 +102,9 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
 
     // Copy the rng states.
     call->rng_states = rng::get_all_rng_states();
+    if (call->options.tracker_saved_by_reference) {
+      call->rng_states.tracker = rng::get_cuda_rng_tracker().live_states_ptr();
+    }
 
     Values outputs;
     {
@@ -168,6 +171,12 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       else inputs.emplace_back(None{});
     }
 
+    const CheckpointOptions& options = call->options;
+    auto set_states = [&options](const rng::AllStates& states) {
+      if (options.rng_cpu_only) rng::set_state(rng::cpu_generator(), states.cpu);
+      else if (options.rng_device_only) rng::set_state(rng::device_generator(), states.device);
+      else rng::set_all_rng_states(states);
+    };
     Values detached_inputs;
     Values outputs;
     {
@@ -175,15 +184,15 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       const rng::AllStates current_states = rng::get_all_rng_states();
       try {
         // Set the states to what they were before the forward pass.
-        rng::set_all_rng_states(call->rng_states);
+        if (!options.skip_set_forward_rng) set_states(call->rng_states);
         detached_inputs = detach_variable(inputs);
-        at::AutoGradMode enable_grad(true);
+        at::AutoGradMode enable_grad(!options.recompute_without_grad);
         outputs = call->run_function(detached_inputs);
       } catch (...) {
-        rng::set_all_rng_states(current_states);
+        if (!options.skip_restore_rng_after_recompute) set_states(current_states);
         throw;
       }
-      rng::set_all_rng_states(current_states);
+      if (!options.skip_restore_rng_after_recompute) set_states(current_states);
     }
 
     // Python's backward receives one gradient per forward output, None for non-tensor outputs,
@@ -206,17 +215,22 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     }
     torch::autograd::backward(kept_outputs, kept_grads);
 
+    auto clear_detached_grads = [&] {
+      for (const Value& input : detached_inputs) {
+        if (!is_tensor(input)) continue;
+        at::Tensor& grad = as_tensor(input).mutable_grad();
+        if (options.zero_grad_in_place && grad.defined()) grad.zero_();
+        else grad.reset();
+      }
+    };
+    if (options.clear_detached_grads && options.clear_before_collect) clear_detached_grads();
     variable_list grads;
     grads.emplace_back();  // the CheckpointCall argument
     for (const Value& input : detached_inputs) {
       if (is_tensor(input)) grads.push_back(as_tensor(input).grad());
     }
-    if (call->options.clear_detached_grads) {
-      for (const Value& input : detached_inputs) {
-        if (is_tensor(input)) as_tensor(input).mutable_grad().reset();
-      }
-    }
-    set_checkpointing(false);
+    if (options.clear_detached_grads && !options.clear_before_collect) clear_detached_grads();
+    if (!options.leave_flag_set) set_checkpointing(false);
     return grads;
   }
 };
@@ -227,11 +241,31 @@ bool is_checkpointing() { return g_is_checkpointing; }
 void set_checkpointing(bool value) { g_is_checkpointing = value; }
 
 const std::vector<Variant>& variants() {
+  // Each mutant is the change under test plus one mistake.
+  auto mutant = [](const char* name, const char* description, bool CheckpointOptions::*mistake) {
+    CheckpointOptions options;
+    options.clear_detached_grads = true;
+    options.*mistake = true;
+    return Variant{name, std::string("mutant: ") + description, options};
+  };
   static const std::vector<Variant> all = {
       {"clearing", "the change under test: resets .grad of detached inputs after collecting it",
        CheckpointOptions{/*clear_detached_grads=*/true}},
       {"nonclearing", "Megatron before the change: the oracle",
        CheckpointOptions{/*clear_detached_grads=*/false}},
+      mutant("clear-before-collect", "resets .grad before collecting it", &CheckpointOptions::clear_before_collect),
+      mutant("zero-grad-in-place", "zeroes .grad in place instead of resetting it",
+             &CheckpointOptions::zero_grad_in_place),
+      mutant("skip-rng-restore", "does not restore the RNG states after recomputing",
+             &CheckpointOptions::skip_restore_rng_after_recompute),
+      mutant("skip-forward-rng", "recomputes without setting the forward RNG states",
+             &CheckpointOptions::skip_set_forward_rng),
+      mutant("cpu-rng-only", "saves and restores the CPU RNG state only", &CheckpointOptions::rng_cpu_only),
+      mutant("device-rng-only", "saves and restores the device RNG state only", &CheckpointOptions::rng_device_only),
+      mutant("tracker-by-reference", "saves the tracker's live states instead of a copy",
+             &CheckpointOptions::tracker_saved_by_reference),
+      mutant("recompute-no-grad", "recomputes with grad mode off", &CheckpointOptions::recompute_without_grad),
+      mutant("flag-left-set", "leaves the is-checkpointing flag set after backward", &CheckpointOptions::leave_flag_set),
   };
   return all;
 }

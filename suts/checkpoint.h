@@ -32,6 +32,18 @@ void set_checkpointing(bool value);
 struct CheckpointOptions {
   // The change under test: reset `.grad` of every detached input after backward collected it.
   bool clear_detached_grads = false;
+
+  // Mutants: plausible mistakes in a checkpoint change, each one field. The suite must kill
+  // every one of them (tests/mutants_test.cpp).
+  bool clear_before_collect = false;              // reset .grad before reading it
+  bool zero_grad_in_place = false;                // grad.zero_() instead of resetting it
+  bool skip_restore_rng_after_recompute = false;  // no `finally` restore of the fork
+  bool skip_set_forward_rng = false;              // recompute from the current states
+  bool rng_cpu_only = false;                      // save and restore only the CPU state
+  bool rng_device_only = false;                   // save and restore only the device state
+  bool tracker_saved_by_reference = false;        // keep the live tracker map, not a copy
+  bool recompute_without_grad = false;            // recompute with grad mode off
+  bool leave_flag_set = false;                    // is-checkpointing not unset after backward
 };
 
 struct Variant {

@@ -53,6 +53,8 @@ class CudaRNGStatesTracker {
   void fork(const std::string& name, const std::function<void()>& body);
 
   const StateMap& live_states() const { return *states_; }
+  // The live map itself, not a copy: only the tracker-by-reference mutant wants this.
+  StateMapPtr live_states_ptr() const { return states_; }
   const std::string& current_state_name() const { return current_state_name_; }
 
  private:
