@@ -3,7 +3,10 @@
 //   recheck repro    replay one case file, print each property's verdict and evidence
 //   recheck show     print a case file's graph as indented text
 //   recheck variants list the checkpoint variants
+//   recheck mutants  hunt every mutant variant: killed or survived, by what, after how many cases
+//   recheck bench    cases/s, op executions/s and the check-to-eager cost ratio, single thread
 // Exit codes: 0 no regression, 1 regression or divergence found, 2 bad usage or bad input.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -21,7 +24,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ATen/Parallel.h>
+
 #include "core/case.h"
+#include "core/interpreter.h"
+#include "oracles/eager.h"
 #include "properties/generator.h"
 #include "properties/report.h"
 #include "suts/checkpoint.h"
@@ -107,6 +114,8 @@ commands:
   repro      replay one case file and print each property's verdict and evidence
   show       print a case file's graph as indented text
   variants   list the checkpoint variants
+  mutants    run the suite against every mutant variant and print which it kills, how fast
+  bench      measure cases/s, op executions/s and the cost of a check against a plain eager run
 
 `recheck <command> --help` describes each command.
 exit codes: 0 no regression, 1 regression or divergence found, 2 bad usage or bad input
@@ -124,7 +133,7 @@ options:
   --cases N         number of cases to check
   --seconds S       time budget (default 60 when --cases is not given)
   --device D        cpu or cuda (default: cpu)
-  --max-depth N     deepest checkpoint nesting (default 3)
+  --max-depth N     deepest checkpoint nesting (default 4)
   --max-ops N       most ops per segment (default 6)
   --out DIR         folder for failing cases as JSON (default: recheck-findings)
   --json FILE       write a machine-readable report ('-' for standard output)
@@ -175,8 +184,8 @@ int command_run(const Args& args) {
   GenOptions gen;
   gen.device = args.get("device", "cpu");
   if (gen.device != "cpu" && gen.device != "cuda") throw UsageError("--device: expected cpu or cuda, got '" + gen.device + "'");
-  gen.max_depth = static_cast<int>(args.number("max-depth", 3, 0, 16));
-  gen.max_ops = static_cast<int>(args.number("max-ops", 6, 1, 64));
+  gen.max_depth = static_cast<int>(args.number("max-depth", gen.max_depth, 0, 16));
+  gen.max_ops = static_cast<int>(args.number("max-ops", gen.max_ops, 1, 64));
   const int64_t cases = args.number("cases", -1, 1, INT64_MAX / 2);
   const int64_t seconds = args.number("seconds", cases < 0 ? 60 : -1, 1, 365LL * 24 * 3600);
   const bool quiet = args.flag("quiet");
@@ -341,6 +350,207 @@ int command_variants(const Args& args) {
   return 0;
 }
 
+const char* kMutantsHelp = R"(usage: recheck mutants [options]
+
+Runs the suite against every mutant variant (a plausible mistake in a checkpoint change, see
+`recheck variants`), from several seeds, and prints for each: killed or survived, the property
+that killed it, the cases until the first kill from the first seed, the median over all seeds,
+and the seconds spent. A control row checks the correct `clearing` variant on as many cases as
+the longest hunt: it must raise no alarm. Exit code 1 when a mutant survives a seed or the
+control raises an alarm.
+
+options:
+  --seeds N         hunts per mutant, each from its own seed (default 10)
+  --budget N        cases per hunt before the mutant counts as survived (default 200)
+  --seed N          first seed; hunt r starts at draw seed N + r * 1000003 (default 1)
+  --mutant NAMES    only these mutants, comma-separated
+  --json FILE       write the table as data ('-' for standard output)
+)";
+
+const char* kBenchHelp = R"(usage: recheck bench [--cases N] [--seed N] [--json FILE]
+
+Single thread. For each generated case (draw seeds N, N+1, ...) times one plain eager run, then
+a full check (eager, oracle and sut runs with their recomputations, then every property), and
+prints cases per second, op executions per second, and the check-to-eager cost ratio, with the
+ratio of op executions, which is the floor the harness overhead sits on. Figures, not a test:
+compare ratios measured in one run.
+)";
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+int command_mutants(const Args& args) {
+  if (args.flag("help")) {
+    std::cout << kMutantsHelp;
+    return 0;
+  }
+  const int64_t seeds = args.number("seeds", 10, 1, 1000);
+  const int64_t budget = args.number("budget", 200, 1, INT64_MAX / 2);
+  const uint64_t first_seed = static_cast<uint64_t>(args.number("seed", 1, 0, INT64_MAX / 4));
+  std::set<std::string> only;
+  if (args.has("mutant")) {
+    std::stringstream list(args.get("mutant", ""));
+    for (std::string name; std::getline(list, name, ',');) {
+      const Variant* v = nullptr;
+      try {
+        v = &find_variant(name);
+      } catch (const std::invalid_argument& error) {
+        throw UsageError(error.what());
+      }
+      if (!v->is_mutant) throw UsageError("--mutant: '" + name + "' is not a mutant");
+      only.insert(name);
+    }
+  }
+  const GenOptions gen;
+  auto oracle = make_checkpoint("nonclearing");
+  auto start_of = [&](int64_t r) { return first_seed + static_cast<uint64_t>(r) * 1000003ULL; };
+
+  std::cout << std::left << std::setw(28) << "mutant" << std::setw(10) << "result" << std::setw(36) << "killed by"
+            << std::right << std::setw(11) << "first kill" << std::setw(8) << "median" << std::setw(9) << "seconds"
+            << "\n";
+  json rows = json::array();
+  bool all_killed = true;
+  int64_t longest_hunt = 0;
+  for (const Variant& variant : variants()) {
+    if (!variant.is_mutant || (!only.empty() && !only.count(variant.name))) continue;
+    MegatronCheckpoint mutant(variant);
+    std::vector<Hunt> hunts;
+    std::vector<double> cases_to_kill;
+    std::map<std::string, int> killers;
+    double seconds = 0;
+    for (int64_t r = 0; r < seeds && !g_interrupted; ++r) {
+      hunts.push_back(hunt(*oracle, mutant, gen, start_of(r), budget));
+      const Hunt& h = hunts.back();
+      seconds += h.seconds;
+      longest_hunt = std::max(longest_hunt, h.cases);
+      // A survived hunt counts as one more than the budget, so the median says "over budget".
+      cases_to_kill.push_back(h.killed ? static_cast<double>(h.cases) : static_cast<double>(budget + 1));
+      if (h.killed) ++killers[h.property + " " + to_string(h.classification)];
+    }
+    int killed = 0;
+    for (const Hunt& h : hunts) killed += h.killed;
+    std::string killer;
+    int best = 0;
+    for (const auto& [name, count] : killers) {
+      if (count > best) best = count, killer = name;
+    }
+    const double med = median(cases_to_kill);
+    const bool expected = variant.not_yet_killable.empty();
+    if (expected && killed < static_cast<int>(hunts.size())) all_killed = false;
+    const std::string killed_of = std::to_string(killed) + "/" + std::to_string(hunts.size());
+    std::ostringstream med_text;
+    if (med > static_cast<double>(budget)) med_text << ">" << budget;
+    else med_text << med;
+    std::cout << std::left << std::setw(28) << variant.name << std::setw(10) << (killed == 0 ? "survived" : "killed")
+              << std::setw(36) << (killer.empty() ? (expected ? "-" : "(expected: see below)") : killer) << std::right
+              << std::setw(11) << (hunts.empty() || !hunts[0].killed ? "-" : std::to_string(hunts[0].cases))
+              << std::setw(8) << med_text.str() << std::setw(9) << std::fixed << std::setprecision(1) << seconds
+              << std::defaultfloat << "   " << killed_of << "\n";
+    if (!expected) std::cout << "    " << variant.name << ": " << variant.not_yet_killable << "\n";
+    json per_seed = json::array();
+    for (size_t r = 0; r < hunts.size(); ++r) {
+      const Hunt& h = hunts[r];
+      json row = {{"first_seed", start_of(static_cast<int64_t>(r))}, {"killed", h.killed}, {"cases", h.cases}, {"seconds", h.seconds}};
+      if (h.killed) {
+        row["draw_seed"] = h.draw_seed;
+        row["property"] = h.property;
+        row["classification"] = to_string(h.classification);
+      }
+      per_seed.push_back(std::move(row));
+    }
+    rows.push_back({{"mutant", variant.name},
+                    {"description", variant.description},
+                    {"killed", killed},
+                    {"hunts", hunts.size()},
+                    {"killed_by", killer},
+                    {"median_cases_to_kill", med > static_cast<double>(budget) ? json(nullptr) : json(med)},
+                    {"seconds", seconds},
+                    {"expected_to_survive", expected ? json(nullptr) : json(variant.not_yet_killable)},
+                    {"per_seed", per_seed}});
+  }
+
+  // The control: the correct variant over as many cases as the longest hunt.
+  auto clearing = make_checkpoint("clearing");
+  int64_t control_alarms = 0;
+  const int64_t control_cases = std::max<int64_t>(longest_hunt, 1);
+  for (int64_t i = 0; i < control_cases && !g_interrupted; ++i) {
+    control_alarms += check_case(draw_case(gen, start_of(0) + static_cast<uint64_t>(i)), *oracle, *clearing).has_alarm();
+  }
+  std::cout << "control: clearing raised " << control_alarms << " alarms in " << control_cases << " cases\n";
+  const bool ok = all_killed && control_alarms == 0 && !g_interrupted;
+  std::cout << (ok ? "OK: every mutant the present properties can kill was killed from every seed\n"
+                   : "FAIL: a mutant survived a seed, or the control raised an alarm\n");
+  if (args.has("json")) {
+    write_json_report(args.get("json", "-"), {{"tool", "recheck"},
+                                              {"command", "mutants"},
+                                              {"seeds", seeds},
+                                              {"budget", budget},
+                                              {"first_seed", first_seed},
+                                              {"mutants", rows},
+                                              {"control", {{"variant", "clearing"}, {"cases", control_cases}, {"alarms", control_alarms}}},
+                                              {"ok", ok}});
+  }
+  return ok ? 0 : 1;
+}
+
+int command_bench(const Args& args) {
+  if (args.flag("help")) {
+    std::cout << kBenchHelp;
+    return 0;
+  }
+  const int64_t cases = args.number("cases", 500, 1, INT64_MAX / 2);
+  const uint64_t seed = static_cast<uint64_t>(args.number("seed", 1, 0, INT64_MAX / 2));
+  at::set_num_threads(1);
+  const GenOptions gen;
+  auto oracle = make_checkpoint("nonclearing");
+  auto sut = make_checkpoint("clearing");
+  EagerExecution eager;
+  double eager_seconds = 0;
+  double check_seconds = 0;
+  int64_t eager_ops = 0;
+  int64_t check_ops = 0;
+  for (int64_t i = 0; i < cases && !g_interrupted; ++i) {
+    const Case c = draw_case(gen, seed + static_cast<uint64_t>(i));
+    auto t0 = Clock::now();
+    eager_ops += run_case(c, eager).op_executions;
+    auto t1 = Clock::now();
+    check_ops += check_case(c, *oracle, *sut).op_executions;
+    auto t2 = Clock::now();
+    eager_seconds += std::chrono::duration<double>(t1 - t0).count();
+    check_seconds += std::chrono::duration<double>(t2 - t1).count();
+  }
+  const double cost_ratio = check_seconds / eager_seconds;
+  const double op_ratio = static_cast<double>(check_ops) / static_cast<double>(eager_ops);
+  std::cout << std::fixed << std::setprecision(1) << "recheck bench: " << cases << " default cases (draw seeds "
+            << seed << ".." << seed + static_cast<uint64_t>(cases) - 1 << "), single thread\n"
+            << "  full check:      " << cases / check_seconds << " cases/s, " << check_ops / check_seconds
+            << " op executions/s\n"
+            << "  plain eager run: " << cases / eager_seconds << " cases/s, " << eager_ops / eager_seconds
+            << " op executions/s\n"
+            << std::setprecision(2) << "  check-to-eager cost ratio: " << cost_ratio << " (op executions ratio "
+            << op_ratio << ": the floor; harness overhead is what lies above it)\n";
+  if (args.has("json")) {
+    write_json_report(args.get("json", "-"), {{"tool", "recheck"},
+                                              {"command", "bench"},
+                                              {"cases", cases},
+                                              {"seed", seed},
+                                              {"threads", 1},
+                                              {"check_seconds", check_seconds},
+                                              {"eager_seconds", eager_seconds},
+                                              {"check_op_executions", check_ops},
+                                              {"eager_op_executions", eager_ops},
+                                              {"cases_per_second", cases / check_seconds},
+                                              {"op_executions_per_second", check_ops / check_seconds},
+                                              {"check_to_eager_cost_ratio", cost_ratio},
+                                              {"op_executions_ratio", op_ratio}});
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -357,6 +567,14 @@ int main(int argc, char** argv) {
     if (command == "repro") return command_repro(Args(argc, argv, 2, {"help"}, {"sut", "oracle", "json"}));
     if (command == "show") return command_show(Args(argc, argv, 2, {"help"}, {}));
     if (command == "variants") return command_variants(Args(argc, argv, 2, {"help"}, {}));
+    if (command == "mutants") {
+      std::signal(SIGINT, [](int) { g_interrupted = true; });
+      return command_mutants(Args(argc, argv, 2, {"help"}, {"seeds", "budget", "seed", "mutant", "json"}));
+    }
+    if (command == "bench") {
+      std::signal(SIGINT, [](int) { g_interrupted = true; });
+      return command_bench(Args(argc, argv, 2, {"help"}, {"cases", "seed", "json"}));
+    }
     std::cerr << "recheck: unknown command '" << command << "'\n\n" << kMainHelp;
     return 2;
   } catch (const UsageError& error) {

@@ -35,6 +35,7 @@ constexpr Names<View::Fn> kViewFns[] = {
     {View::Fn::transpose, "transpose"}, {View::Fn::narrow, "narrow"}, {View::Fn::flatten, "flatten"}};
 constexpr Names<InPlace::Fn> kInPlaceFns[] = {{InPlace::Fn::mul, "mul"}, {InPlace::Fn::add, "add"}};
 constexpr Names<Reduce::Fn> kReduceFns[] = {{Reduce::Fn::sum, "sum"}, {Reduce::Fn::mean, "mean"}};
+constexpr Names<Raise::When> kRaiseWhens[] = {{Raise::When::always, "always"}, {Raise::When::recompute, "recompute"}};
 constexpr Names<Random::Fn> kRandomFns[] = {{Random::Fn::dropout, "dropout"}, {Random::Fn::noise, "noise"}};
 
 template <typename E, size_t N>
@@ -163,8 +164,12 @@ struct OpToJson {
     j["x"] = op.x;
   }
   void operator()(const Stash& op) { j["x"] = op.x; }
-  void operator()(const Raise& op) { j["x"] = op.x; }
+  void operator()(const Raise& op) {
+    j["x"] = op.x;
+    if (op.when != Raise::When::always) j["when"] = name_of(kRaiseWhens, op.when);
+  }
   void operator()(const Checkpoint& op);
+  void operator()(const Fork& op);
 };
 
 json segment_to_json(const Segment& segment);
@@ -185,6 +190,12 @@ void OpToJson::operator()(const Checkpoint& op) {
   j["distribute"] = op.distribute;
   j["args"] = json::array();
   for (const Arg& arg : op.args) j["args"].push_back(arg_to_json(arg));
+  j["body"] = segment_to_json(*op.body);
+}
+
+void OpToJson::operator()(const Fork& op) {
+  j["tracker_state"] = op.tracker_state;
+  j["args"] = op.args;
   j["body"] = segment_to_json(*op.body);
 }
 
@@ -216,7 +227,7 @@ Arg arg_from_json(const Reader& r) {
 Op op_from_json(const Reader& r) {
   static const char* const kOpNames =
       "one of \"unary\", \"binary\", \"matmul\", \"view\", \"inplace\", \"reduce\", \"argmax\", "
-      "\"random\", \"stash\", \"raise\", \"checkpoint\"";
+      "\"random\", \"stash\", \"raise\", \"checkpoint\", \"fork\"";
   const Reader kind_reader = r.field("op");
   const std::string kind = kind_reader.node().is_string() ? kind_reader.string() : "";
   auto x = [&] { return value_ref(r.field("x")); };
@@ -267,8 +278,18 @@ Op op_from_json(const Reader& r) {
     return Stash{x()};
   }
   if (kind == "raise") {
-    r.only({"op", "x"});
-    return Raise{x()};
+    r.only({"op", "x", "when"});
+    Raise op{x()};
+    if (r.has("when")) op.when = r.field("when").choice(kRaiseWhens);
+    return op;
+  }
+  if (kind == "fork") {
+    r.only({"op", "tracker_state", "args", "body"});
+    Fork op;
+    op.tracker_state = r.field("tracker_state").string();
+    for (const Reader& arg : r.field("args").items()) op.args.push_back(value_ref(arg));
+    op.body = segment_from_json(r.field("body"));
+    return op;
   }
   if (kind == "checkpoint") {
     r.only({"op", "distribute", "args", "body"});
@@ -315,6 +336,11 @@ void validate_segment(const Segment& segment, int input_count, int depth, const 
       }
       validate_segment(*checkpoint->body, static_cast<int>(checkpoint->args.size()), depth + 1,
                        op_path + ".body");
+    } else if (const auto* fork = std::get_if<Fork>(&op)) {
+      for (size_t a = 0; a < fork->args.size(); ++a) {
+        validate_ref(fork->args[a], available, op_path + ".args[" + std::to_string(a) + "]");
+      }
+      validate_segment(*fork->body, static_cast<int>(fork->args.size()), depth + 1, op_path + ".body");
     } else {
       for (int ref : op_inputs(op)) validate_ref(ref, available, op_path);
     }
@@ -337,6 +363,8 @@ void stats_of(const Segment& segment, int depth, CaseStats& s) {
     if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) {
       ++s.checkpoints;
       stats_of(*checkpoint->body, depth + 1, s);
+    } else if (const auto* fork = std::get_if<Fork>(&op)) {
+      stats_of(*fork->body, depth, s);  // depth counts checkpoints only
     }
   }
 }
@@ -378,7 +406,14 @@ struct OpShow {
     return std::string(name_of(kRandomFns, op.fn)) + "(" + v(op.x) + ", p=" + format_double(op.p) + ", rng=" + source + ")";
   }
   std::string operator()(const Stash& op) const { return "stash(" + v(op.x) + ")"; }
-  std::string operator()(const Raise& op) const { return "raise_shape_mismatch(" + v(op.x) + ")"; }
+  std::string operator()(const Raise& op) const {
+    return "raise_shape_mismatch(" + v(op.x) + (op.when == Raise::When::recompute ? ", when=recompute" : "") + ")";
+  }
+  std::string operator()(const Fork& op) const {
+    std::string text = "fork(" + python_string_literal(op.tracker_state);
+    for (int arg : op.args) text += ", " + v(arg);
+    return text + ")";
+  }
   std::string operator()(const Checkpoint& op) const {
     std::string args;
     for (const Arg& arg : op.args) args += (args.empty() ? "" : ", ") + show_arg(arg);
@@ -395,12 +430,13 @@ void show_segment(const Segment& segment, int input_count, const std::string& in
     for (int k = 0; k < outputs; ++k) out << (k ? ", " : "") << v(next + k);
     if (outputs > 0) out << " = ";
     out << std::visit(OpShow{}, op) << "\n";
-    if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) {
+    if (const Segment* body = op_body(op)) {
+      const auto* checkpoint = std::get_if<Checkpoint>(&op);
+      const int args = static_cast<int>(checkpoint ? checkpoint->args.size() : std::get<Fork>(op).args.size());
       out << indent << "  | ";
-      const int args = static_cast<int>(checkpoint->args.size());
       for (int k = 0; k < args; ++k) out << (k ? ", " : "") << v(k);
       out << (args ? " = inputs\n" : "(no inputs)\n");
-      show_segment(*checkpoint->body, args, indent + "  | ", out);
+      show_segment(*body, args, indent + "  | ", out);
     }
     next += outputs;
   }
@@ -426,6 +462,7 @@ const char* op_name(const Op& op) {
     const char* operator()(const Stash&) const { return "stash"; }
     const char* operator()(const Raise&) const { return "raise"; }
     const char* operator()(const Checkpoint&) const { return "checkpoint"; }
+    const char* operator()(const Fork&) const { return "fork"; }
   };
   return std::visit(Visit{}, op);
 }
@@ -441,6 +478,7 @@ struct OpInputs {
     }
     return refs;
   }
+  std::vector<int> operator()(const Fork& o) const { return o.args; }
   // Every other op reads one value, `x`.
   template <typename T>
   std::vector<int> operator()(const T& o) const { return {o.x}; }
@@ -451,8 +489,14 @@ std::vector<int> op_inputs(const Op& op) { return std::visit(OpInputs{}, op); }
 
 int op_output_count(const Op& op) {
   if (std::holds_alternative<Stash>(op)) return 0;
-  if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) return static_cast<int>(checkpoint->body->outputs.size());
+  if (const Segment* body = op_body(op)) return static_cast<int>(body->outputs.size());
   return 1;
+}
+
+const Segment* op_body(const Op& op) {
+  if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) return &*checkpoint->body;
+  if (const auto* fork = std::get_if<Fork>(&op)) return &*fork->body;
+  return nullptr;
 }
 
 int segment_value_count(const Segment& segment, int input_count) {

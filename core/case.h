@@ -108,9 +108,12 @@ struct Stash {
   int x = 0;
 };
 
-// Raises a shape mismatch error, to exercise error paths.
+// Raises a shape mismatch error, to exercise error paths: always, or only while a checkpoint
+// recomputes (a body that is not a pure function of its inputs; eager mode never recomputes).
 struct Raise {
+  enum class When { always, recompute };
   int x = 0;
+  When when = When::always;
 };
 
 struct Ref {
@@ -125,8 +128,16 @@ struct Checkpoint {
   Box<Segment> body;
 };
 
+// Runs its body inline inside `with tracker.fork(tracker_state):` (Megatron's
+// CudaRNGStatesTracker), so that checkpoints can sit inside a fork.
+struct Fork {
+  std::string tracker_state;
+  std::vector<int> args;  // the body's inputs, in order
+  Box<Segment> body;
+};
+
 using Op = std::variant<Unary, Binary, Matmul, View, InPlace, Reduce, Argmax, Random, Stash, Raise,
-                        Checkpoint>;
+                        Checkpoint, Fork>;
 
 struct Segment {
   std::vector<Op> ops;
@@ -155,6 +166,7 @@ struct Case {
 const char* op_name(const Op& op);
 std::vector<int> op_inputs(const Op& op);  // value numbers read (checkpoint: its Ref args)
 int op_output_count(const Op& op);
+const Segment* op_body(const Op& op);  // a checkpoint's or fork's body; null for other ops
 int segment_value_count(const Segment& segment, int input_count);
 
 // ---- text and JSON -----------------------------------------------------------------------

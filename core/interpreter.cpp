@@ -1,6 +1,7 @@
 #include "core/interpreter.h"
 
 #include <map>
+#include <memory>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -26,11 +27,12 @@ const at::Tensor& expect_tensor(const Value& value, const char* op) {
 void collect_sites(const Segment& segment, const std::string& path,
                    std::map<const Checkpoint*, std::string>& sites) {
   for (size_t i = 0; i < segment.ops.size(); ++i) {
-    if (const auto* checkpoint = std::get_if<Checkpoint>(&segment.ops[i])) {
-      const std::string site = path + ".ops[" + std::to_string(i) + "]";
-      sites[checkpoint] = site;
-      collect_sites(*checkpoint->body, site + ".body", sites);
-    }
+    const Op& op = segment.ops[i];
+    const Segment* body = op_body(op);
+    if (!body) continue;
+    const std::string site = path + ".ops[" + std::to_string(i) + "]";
+    if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) sites[checkpoint] = site;
+    collect_sites(*body, site + ".body", sites);
   }
 }
 
@@ -141,8 +143,17 @@ class Interpreter {
 
   Values run(const Raise& op, const Values& v) {
     const at::Tensor& x = expect_tensor(v.at(op.x), "raise");
+    if (op.when == Raise::When::recompute && recomputing_ == 0) return {x};
     at::mm(x.reshape({1, -1}), at::zeros({x.numel() + 1, 1}, x.options()));
     return {};  // not reached: the shapes never match
+  }
+
+  Values run(const Fork& op, const Values& v) {
+    Values args;
+    for (int ref : op.args) args.push_back(v.at(ref));
+    Values outputs;
+    rng::get_cuda_rng_tracker().fork(op.tracker_state, [&] { outputs = run_segment(*op.body, args); });
+    return outputs;
   }
 
   Values run(const Checkpoint& op, const Values& v) {
@@ -165,8 +176,19 @@ class Interpreter {
       obs_.segment_calls.push_back({sites_.at(&op), iteration, {}});
     }
     const Segment* body = &*op.body;
-    RunFunction run_function = [this, body, record](const Values& inputs) {
-      Values outputs = run_segment(*body, inputs);
+    auto calls = std::make_shared<int>(0);
+    RunFunction run_function = [this, body, record, calls](const Values& inputs) {
+      // Every call after the first is a recomputation, and so is all that runs inside it.
+      const bool recomputation = (*calls)++ > 0;
+      recomputing_ += recomputation;
+      Values outputs;
+      try {
+        outputs = run_segment(*body, inputs);
+      } catch (...) {
+        recomputing_ -= recomputation;
+        throw;
+      }
+      recomputing_ -= recomputation;
       if (record) {
         std::vector<at::Tensor> recorded;
         for (const Value& output : outputs) recorded.push_back(is_tensor(output) ? clone_for_record(as_tensor(output)) : at::Tensor());
@@ -189,6 +211,7 @@ class Interpreter {
   Observations& obs_;
   std::map<const Checkpoint*, std::string> sites_;
   std::map<const Stash*, Value> stash_;
+  int recomputing_ = 0;  // recomputations in progress
 };
 
 // Distinct, fixed weights per output, so that each output's gradient is told apart.
@@ -242,6 +265,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
     interpreter.iteration = iteration;
     IterationRecord record;
     const char* phase = "forward";
+    rng::Snapshot phase_start = rng::snapshot();
     try {
       Values outputs = interpreter.run_segment(c.root, leaf_values);
       at::Tensor loss;
@@ -255,9 +279,10 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
       }
       record.loss = clone_for_record(loss);
       phase = "backward";
+      phase_start = rng::snapshot();
       if (loss.defined()) torch::autograd::backward({loss});
     } catch (...) {
-      obs.error = ErrorRecord{iteration, phase, describe_current_exception(), rng::snapshot()};
+      obs.error = ErrorRecord{iteration, phase, describe_current_exception(), rng::snapshot(), std::move(phase_start)};
       break;
     }
     for (const at::Tensor& leaf : leaves) {

@@ -28,6 +28,7 @@ struct ErrorRecord {
   std::string phase;  // "forward" or "backward"
   RaisedError error;
   rng::Snapshot rng;  // the states when the error reached the caller
+  rng::Snapshot rng_at_phase_start;  // the states when forward or backward began
 };
 
 // One execution of a checkpoint op: the outputs of every call of its body. Call 0 is the

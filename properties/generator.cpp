@@ -1,6 +1,8 @@
 #include "properties/generator.h"
 
 #include <algorithm>
+#include <optional>
+#include <set>
 
 #include "suts/rng.h"
 
@@ -31,12 +33,23 @@ size_t pick_weighted(std::initializer_list<std::pair<std::size_t, size_t>> weigh
 
 class SegmentBuilder {
  public:
-  SegmentBuilder(const GenOptions& options, int depth, std::vector<ValueInfo> inputs)
-      : options_(options), depth_(depth), values_(std::move(inputs)), input_count_(values_.size()) {}
+  SegmentBuilder(const GenOptions& options, int depth, std::vector<ValueInfo> inputs, int fork_depth = 0)
+      : options_(options),
+        depth_(depth),
+        fork_depth_(fork_depth),
+        values_(std::move(inputs)),
+        input_count_(values_.size()) {}
 
-  Segment build(bool is_root) {
+  // `nested_first`: the body starts with a checkpoint of its own, as a layer that checkpoints a
+  // sub-layer and then uses its own weights and inputs on the result.
+  Segment build(bool is_root, bool nested_first = false) {
     const int op_count = *rc::gen::inRange(1, options_.max_ops + 1);
-    for (int i = 0; i < op_count; ++i) add_op();
+    int i = 0;
+    if (nested_first && depth_ < options_.max_depth && !float_tensors().empty()) {
+      add_checkpoint();
+      ++i;
+    }
+    for (; i < op_count; ++i) add_op();
     choose_outputs(is_root);
     return std::move(segment_);
   }
@@ -44,7 +57,7 @@ class SegmentBuilder {
   const std::vector<ValueInfo>& output_infos() const { return output_infos_; }
 
  private:
-  enum OpKind : size_t { kUnary, kBinary, kMatmul, kView, kReduce, kArgmax, kRandom, kStash, kCheckpoint, kRaise };
+  enum OpKind : size_t { kUnary, kBinary, kMatmul, kView, kReduce, kArgmax, kRandom, kStash, kCheckpoint, kFork, kRaise, kInPlaceInput };
 
   std::vector<int> float_tensors() const {
     std::vector<int> out;
@@ -62,6 +75,16 @@ class SegmentBuilder {
     return out;
   }
 
+  // Half the time keeps only the segment's own inputs among `candidates`, when there are any:
+  // a layer reads its parameters and its input again after a nested checkpoint.
+  void prefer_own_inputs(std::vector<int>& candidates) const {
+    std::vector<int> own;
+    for (int c : candidates) {
+      if (static_cast<size_t>(c) < input_count_) own.push_back(c);
+    }
+    if (!own.empty() && *rc::gen::inRange(0, 2) == 0) candidates = own;
+  }
+
   void push(Op op, ValueInfo info) {
     segment_.ops.push_back(std::move(op));
     values_.push_back(std::move(info));
@@ -71,9 +94,10 @@ class SegmentBuilder {
     const std::vector<int> floats = float_tensors();
     if (floats.empty()) return;  // a body whose inputs are all None or literals computes nothing
     const size_t nested = depth_ < options_.max_depth ? 18 : 0;
+    const size_t fork = fork_depth_ < 2 ? 3 : 0;
     const size_t kind = pick_weighted({{20, kUnary}, {15, kBinary}, {6, kMatmul}, {8, kView}, {3, kReduce},
-                                       {2, kArgmax}, {12, kRandom}, {5, kStash}, {nested, kCheckpoint},
-                                       {1, kRaise}});
+                                       {2, kArgmax}, {16, kRandom}, {5, kStash}, {nested, kCheckpoint},
+                                       {fork, kFork}, {depth_ > 0 ? 3u : 1u, kRaise}, {depth_ > 0 ? 2u : 0u, kInPlaceInput}});
     const int x = pick(floats);
     const ValueInfo& xi = values_[x];
     switch (kind) {
@@ -88,13 +112,14 @@ class SegmentBuilder {
         for (int f : floats) {
           if (values_[f].shape == xi.shape) same_shape.push_back(f);
         }
+        prefer_own_inputs(same_shape);
         const int b = pick(same_shape);  // may be x itself: the same tensor twice
         const auto fn = pick(std::vector<Binary::Fn>{Binary::Fn::add, Binary::Fn::mul, Binary::Fn::sub});
         ValueInfo out = xi;
         out.requires_grad = xi.requires_grad || values_[b].requires_grad;
         push(Binary{fn, x, b}, out);
         // In place on an intermediate no op has read yet: add and sub save nothing of their output.
-        if (fn != Binary::Fn::mul && *rc::gen::inRange(0, 4) == 0) {
+        if (fn != Binary::Fn::mul && *rc::gen::inRange(0, 4) == 3) {
           const int target = static_cast<int>(values_.size()) - 1;
           push(InPlace{pick(std::vector<InPlace::Fn>{InPlace::Fn::mul, InPlace::Fn::add}),
                        pick(std::vector<double>{2.0, 0.5, -1.0}), target},
@@ -115,6 +140,12 @@ class SegmentBuilder {
           push(Unary{Unary::Fn::tanh, x}, xi);
           return;
         }
+        // Half the time the right operand is one of the segment's inputs, as a layer's weight is.
+        std::vector<std::pair<int, int>> with_input;
+        for (const auto& pair : pairs) {
+          if (static_cast<size_t>(pair.second) < input_count_) with_input.push_back(pair);
+        }
+        if (!with_input.empty() && *rc::gen::inRange(0, 2) == 0) pairs = with_input;
         const auto [a, b] = pick(pairs);
         ValueInfo out = values_[a];
         out.shape = {values_[a].shape[0], values_[b].shape[1]};
@@ -154,15 +185,10 @@ class SegmentBuilder {
       case kRandom: {
         Random op;
         op.fn = pick(std::vector<Random::Fn>{Random::Fn::dropout, Random::Fn::noise});
-        op.source = pick(std::vector<RngSource>{RngSource::cpu, RngSource::device, RngSource::tracker});
-        if (op.source == RngSource::tracker) {
-          op.tracker_state = *rc::gen::weightedElement<std::string>(
-              {{10, rng::kModelParallelRngTrackerName},
-               {5, rng::kDataParallelRngTrackerName},
-               {4, rng::kExpertParallelRngTrackerName},
-               {1, "no-such-rng"}});  // an unknown state: Megatron's tracker raises
-        }
-        op.p = op.fn == Random::Fn::dropout ? pick(std::vector<double>{0.5, 0.25, 0.1}) : 0.1;
+        op.source = *rc::gen::weightedElement<RngSource>(
+            {{1, RngSource::cpu}, {1, RngSource::device}, {2, RngSource::tracker}});
+        if (op.source == RngSource::tracker) op.tracker_state = pick_tracker_state();
+        op.p = op.fn == Random::Fn::dropout ? pick(std::vector<double>{0.5, 0.5, 0.25}) : 0.1;
         op.x = x;
         push(op, xi);
         return;
@@ -181,16 +207,60 @@ class SegmentBuilder {
       case kCheckpoint:
         add_checkpoint();
         return;
-      case kRaise:
-        push(Raise{x}, xi);
+      case kFork:
+        add_fork();
         return;
+      case kRaise: {
+        // Raising only in recomputation models a body that is not a pure function of its inputs;
+        // it can only happen inside a checkpoint body.
+        const Raise::When when = depth_ > 0 && *rc::gen::inRange(0, 4) != 0 ? Raise::When::recompute : Raise::When::always;
+        push(Raise{x, when}, xi);
+        return;
+      }
+      case kInPlaceInput: {
+        // A body that modifies an input that does not require grad in place, as a module that
+        // scales a buffer it was given: legal in eager mode, and run again by every recomputation.
+        std::vector<int> targets;
+        for (int f : floats) {
+          if (static_cast<size_t>(f) < input_count_ && !values_[f].requires_grad) targets.push_back(f);
+        }
+        if (targets.empty()) {
+          push(Unary{Unary::Fn::neg, x}, xi);
+          return;
+        }
+        const int target = pick(targets);
+        push(InPlace{InPlace::Fn::mul, 0.5, target}, values_[target]);
+        return;
+      }
     }
   }
 
-  Arg pick_arg(std::vector<ValueInfo>& child_inputs) {
-    const size_t kind = pick_weighted({{30, 0}, {3, 1}, {2, 2}, {1, 3}});
+  static std::string pick_tracker_state() {
+    return *rc::gen::weightedElement<std::string>({{30, rng::kModelParallelRngTrackerName},
+                                                   {12, rng::kDataParallelRngTrackerName},
+                                                   {8, rng::kExpertParallelRngTrackerName},
+                                                   {1, "no-such-rng"}});  // unknown: Megatron's tracker raises
+  }
+
+  Arg pick_arg(const std::vector<Arg>& earlier, std::vector<ValueInfo>& child_inputs) {
+    const size_t kind = pick_weighted({{30, 0}, {3, 1}, {4, 2}, {1, 3}, {earlier.empty() ? 0u : 3u, 4}});
+    if (kind == 4) {  // the same value passed again
+      const Arg& again = pick(earlier);
+      if (const auto* ref = std::get_if<Ref>(&again)) child_inputs.push_back(values_[ref->value]);
+      else if (std::holds_alternative<None>(again)) child_inputs.push_back(ValueInfo{ValueInfo::Kind::none, {}, false, false});
+      else child_inputs.push_back(ValueInfo{ValueInfo::Kind::literal, {}, false, false});
+      return again;
+    }
     if (kind == 0 || kind == 2) {
       std::vector<int> candidates = kind == 0 ? float_tensors() : tensors();
+      if (kind == 2) {  // mostly an integer or bool tensor, when there is one
+        std::vector<int> other;
+        for (int t : candidates) {
+          if (!values_[t].floating) other.push_back(t);
+        }
+        if (!other.empty() && *rc::gen::inRange(0, 3) != 0) candidates = other;
+      }
+      prefer_own_inputs(candidates);
       const int ref = pick(candidates);
       child_inputs.push_back(values_[ref]);
       return Ref{ref};
@@ -211,16 +281,117 @@ class SegmentBuilder {
   void add_checkpoint() {
     Checkpoint op;
     std::vector<ValueInfo> child_inputs;
+    op.distribute = options_.distribute_one_in > 0 && *rc::gen::inRange(0, options_.distribute_one_in) == options_.distribute_one_in - 1;
     const int arg_count = *rc::gen::inRange(1, 4);
-    for (int i = 0; i < arg_count; ++i) op.args.push_back(pick_arg(child_inputs));
-    op.distribute = *rc::gen::inRange(0, 8) == 0;
-    SegmentBuilder child(options_, depth_ + 1, child_inputs);
+    if (op.distribute && *rc::gen::inRange(0, 4) != 0) {
+      // Megatron distributes the hidden states a layer was just handed: mostly the newest
+      // tensor, which the caller does not read again (reading it again sees the 1-D chunk).
+      const int newest = float_tensors().back();
+      op.args.push_back(Ref{newest});
+      child_inputs.push_back(values_[newest]);
+    }
+    while (static_cast<int>(op.args.size()) < arg_count) op.args.push_back(pick_arg(op.args, child_inputs));
+    SegmentBuilder child(options_, depth_ + 1, child_inputs, fork_depth_);
+    op.body = child.build(/*is_root=*/false, /*nested_first=*/*rc::gen::inRange(0, 4) == 3);
+    // A residual connection, `x + layer(x)`: an argument is used again after the checkpoint,
+    // so autograd accumulates into it from two places.
+    std::optional<std::pair<int, int>> residual;  // (output index, argument value)
+    const auto& outs = child.output_infos();
+    for (size_t o = 0; o < outs.size() && !residual; ++o) {
+      for (const Arg& arg : op.args) {
+        const auto* ref = std::get_if<Ref>(&arg);
+        if (ref && is_float_tensor(outs[o]) && is_float_tensor(values_[ref->value]) &&
+            values_[ref->value].shape == outs[o].shape) {
+          residual = std::make_pair(static_cast<int>(o), ref->value);
+          break;
+        }
+      }
+    }
+    segment_.ops.push_back(std::move(op));
+    const int first_output = static_cast<int>(values_.size());
+    for (const ValueInfo& info : outs) values_.push_back(info);
+    // What a layer does with a sub-layer's result: nothing more, add it to its input (a
+    // residual connection: autograd then accumulates into the input from two places), or
+    // multiply it by one of its own weights (autograd then finishes with that weight before it
+    // reaches the sub-layer).
+    switch (*rc::gen::weightedElement<int>({{1, 0}, {2, 1}, {2, 2}})) {
+      case 1:
+        if (residual) {
+          const int output = first_output + residual->first;
+          // Most often the argument itself; else another input of this segment of that shape
+          // (`h + attention(x)`), whose gradient autograd then finishes before the checkpoint's.
+          int operand = residual->second;
+          std::vector<int> others;
+          for (size_t i = 0; i < input_count_; ++i) {
+            if (is_float_tensor(values_[i]) && values_[i].shape == values_[output].shape) others.push_back(static_cast<int>(i));
+          }
+          if (!others.empty() && *rc::gen::inRange(0, 2) == 1) operand = pick(others);
+          ValueInfo out = values_[output];
+          out.requires_grad = out.requires_grad || values_[operand].requires_grad;
+          push(Binary{Binary::Fn::add, output, operand}, out);
+        }
+        break;
+      case 2:
+        for (size_t o = 0; o < outs.size(); ++o) {
+          const ValueInfo& produced = values_[first_output + static_cast<int>(o)];
+          if (!is_float_tensor(produced) || produced.shape.size() != 2) continue;
+          std::vector<int> weights;
+          for (size_t w = 0; w < input_count_; ++w) {
+            const ValueInfo& wi = values_[w];
+            if (is_float_tensor(wi) && wi.shape.size() == 2 && wi.shape[0] == produced.shape[1]) weights.push_back(static_cast<int>(w));
+          }
+          if (weights.empty()) continue;
+          const int weight = pick(weights);
+          ValueInfo out = produced;
+          out.shape = {produced.shape[0], values_[weight].shape[1]};
+          out.requires_grad = produced.requires_grad || values_[weight].requires_grad;
+          push(Matmul{first_output + static_cast<int>(o), weight}, out);
+          break;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  // A region under `with tracker.fork(name):`, which may hold checkpoints of its own.
+  void add_fork() {
+    Fork op;
+    op.tracker_state = pick_tracker_state();
+    std::vector<ValueInfo> child_inputs;
+    const std::vector<int> floats = float_tensors();
+    const int arg_count = *rc::gen::inRange(1, 3);
+    for (int i = 0; i < arg_count; ++i) {
+      op.args.push_back(pick(floats));
+      child_inputs.push_back(values_[op.args.back()]);
+    }
+    SegmentBuilder child(options_, depth_, child_inputs, fork_depth_ + 1);
     op.body = child.build(/*is_root=*/false);
     segment_.ops.push_back(std::move(op));
     for (const ValueInfo& info : child.output_infos()) values_.push_back(info);
   }
 
   void choose_outputs(bool is_root) {
+    if (!is_root && *rc::gen::inRange(0, 3) == 2) {
+      // An output that does not require grad before the others: a non-tensor, an integer
+      // tensor, a tensor computed without grad, or else an argmax made for the purpose.
+      std::vector<int> no_grad;
+      for (size_t i = 0; i < values_.size(); ++i) {
+        if (!values_[i].requires_grad || values_[i].kind != ValueInfo::Kind::tensor) no_grad.push_back(static_cast<int>(i));
+      }
+      const std::vector<int> floats = float_tensors();
+      if (no_grad.empty() && !floats.empty()) {
+        ValueInfo out;
+        out.floating = false;
+        push(Argmax{pick(floats)}, out);
+        no_grad.push_back(static_cast<int>(values_.size()) - 1);
+      }
+      if (!no_grad.empty()) {
+        const int ref = pick(no_grad);
+        segment_.outputs.push_back(ref);
+        output_infos_.push_back(values_[ref]);
+      }
+    }
     std::vector<int> candidates = is_root ? float_tensors() : tensors();
     if (!is_root) {
       // A body may also return a literal or None it was given.
@@ -241,6 +412,7 @@ class SegmentBuilder {
 
   const GenOptions& options_;
   int depth_;
+  int fork_depth_;
   std::vector<ValueInfo> values_;
   size_t input_count_;
   Segment segment_;
@@ -253,19 +425,29 @@ rc::Gen<Case> gen_case(const GenOptions& options) {
   return rc::gen::exec([options] {
     Case c;
     c.seed = *rc::gen::inRange<uint64_t>(0, 1000000);
-    c.dtype = *rc::gen::weightedElement<DType>({{4, DType::float32}, {1, DType::float64}});
+    c.dtype = *rc::gen::weightedElement<DType>({{6, DType::float32}, {2, DType::float64}, {1, DType::bfloat16}});
     c.device = options.device;
     c.iterations = *rc::gen::weightedElement<int>({{3, 1}, {2, 2}, {1, 3}});
-    const int64_t rows = *rc::gen::inRange<int64_t>(1, 5);
-    const int64_t cols = *rc::gen::inRange<int64_t>(1, 5);
+    const int64_t rows = *rc::gen::inRange<int64_t>(1, 7);
+    const int64_t cols = *rc::gen::inRange<int64_t>(1, 7);
     // An input, a square parameter, and sometimes a second input.
-    c.leaves.push_back(Leaf{{rows, cols}, std::nullopt, *rc::gen::weightedElement<bool>({{3, true}, {1, false}}), Fill::randn});
+    c.leaves.push_back(Leaf{{rows, cols}, std::nullopt, *rc::gen::weightedElement<bool>({{1, true}, {1, false}}), Fill::randn});
     c.leaves.push_back(Leaf{{cols, cols}, std::nullopt, true, Fill::randn});
-    if (*rc::gen::inRange(0, 2) == 0) {
+    // Choices are written so that shrinking (towards 0) removes what is optional.
+    if (*rc::gen::inRange(0, 2) == 1) {
       c.leaves.push_back(Leaf{{rows, cols}, std::nullopt, *rc::gen::inRange(0, 2) == 0, Fill::randn});
     }
+    // Sometimes an integer or a bool tensor, for arguments that are tensors but not differentiable.
+    switch (*rc::gen::inRange(0, 6)) {
+      case 4: c.leaves.push_back(Leaf{{rows, cols}, DType::int64, false, Fill::randn}); break;
+      case 5: c.leaves.push_back(Leaf{{rows}, DType::boolean, false, Fill::randn}); break;
+      default: break;
+    }
     std::vector<ValueInfo> inputs;
-    for (const Leaf& leaf : c.leaves) inputs.push_back(ValueInfo{ValueInfo::Kind::tensor, leaf.shape, true, leaf.requires_grad});
+    for (const Leaf& leaf : c.leaves) {
+      const bool floating = !leaf.dtype || (*leaf.dtype != DType::int64 && *leaf.dtype != DType::boolean);
+      inputs.push_back(ValueInfo{ValueInfo::Kind::tensor, leaf.shape, floating, leaf.requires_grad});
+    }
     SegmentBuilder root(options, 0, inputs);
     c.root = root.build(/*is_root=*/true);
     return c;
@@ -274,6 +456,222 @@ rc::Gen<Case> gen_case(const GenOptions& options) {
 
 Case draw_case(const GenOptions& options, uint64_t seed) {
   return gen_case(options)(rc::Random(seed), rc::kNominalSize).value();
+}
+
+}  // namespace recheck
+
+namespace recheck {
+
+namespace {
+
+// What the analysis knows of a value without running the case.
+struct Facts {
+  enum class Kind { tensor, none, literal };
+  Kind kind = Kind::tensor;
+  DType dtype = DType::float32;
+  bool requires_grad = false;
+  bool leaf = false;
+  bool view = false;
+  bool contiguous = true;
+};
+
+class FeatureWalker {
+ public:
+  explicit FeatureWalker(std::set<std::string>& out) : out_(out) {}
+
+  // Returns the facts of the segment's outputs.
+  std::vector<Facts> walk(const Segment& segment, std::vector<Facts> values, int depth, bool in_fork) {
+    const size_t input_count = values.size();
+    std::vector<bool> read(values.size(), false);
+    int checkpoints = 0;
+    auto mark = [&](int ref) {
+      if (static_cast<size_t>(ref) < read.size()) read[ref] = true;
+    };
+    for (const Op& op : segment.ops) {
+      for (int ref : op_inputs(op)) mark(ref);
+      std::vector<Facts> produced;
+      auto like = [&](int x) {
+        Facts f = values.at(x);
+        f.leaf = false;
+        f.view = false;
+        f.contiguous = true;
+        return f;
+      };
+      if (const auto* u = std::get_if<Unary>(&op)) produced.push_back(like(u->x));
+      if (const auto* b = std::get_if<Binary>(&op)) {
+        Facts f = like(b->a);
+        f.requires_grad = values.at(b->a).requires_grad || values.at(b->b).requires_grad;
+        produced.push_back(f);
+      }
+      if (const auto* m = std::get_if<Matmul>(&op)) {
+        Facts f = like(m->a);
+        f.requires_grad = values.at(m->a).requires_grad || values.at(m->b).requires_grad;
+        produced.push_back(f);
+      }
+      if (const auto* v = std::get_if<View>(&op)) {
+        Facts f = values.at(v->x);
+        f.leaf = false;
+        f.view = v->fn != View::Fn::flatten || f.contiguous;  // reshape of a non-contiguous tensor copies
+        f.contiguous = f.contiguous && v->fn != View::Fn::transpose;
+        produced.push_back(f);
+      }
+      if (const auto* i = std::get_if<InPlace>(&op)) {
+        out_.insert(static_cast<size_t>(i->x) < input_count && depth > 0 ? "in-place on a body input"
+                                                                        : "in-place on an intermediate");
+        produced.push_back(values.at(i->x));
+      }
+      if (const auto* r = std::get_if<Reduce>(&op)) produced.push_back(like(r->x));
+      if (std::holds_alternative<Argmax>(op)) {
+        Facts f;
+        f.dtype = DType::int64;
+        produced.push_back(f);
+      }
+      if (const auto* r = std::get_if<Random>(&op)) {
+        out_.insert(std::string("random: ") + to_string(r->source));
+        if (r->source == RngSource::tracker && depth > 0) out_.insert("tracker draw inside a checkpoint");
+        produced.push_back(like(r->x));
+      }
+      if (const auto* s = std::get_if<Stash>(&op)) {
+        out_.insert(static_cast<size_t>(s->x) < input_count && depth > 0 ? "stash of a body input" : "stash");
+      }
+      if (const auto* r = std::get_if<Raise>(&op)) {
+        out_.insert(r->when == Raise::When::always ? "raise in forward" : "raise in recomputation");
+        produced.push_back(like(r->x));
+      }
+      if (const auto* f = std::get_if<Fork>(&op)) {
+        out_.insert("tracker fork");
+        if (depth > 0) out_.insert("tracker fork inside a checkpoint");
+        std::vector<Facts> args;
+        for (int ref : f->args) args.push_back(values.at(ref));
+        for (Facts& a : args) a.leaf = false;
+        produced = walk(*f->body, args, depth, true);
+      }
+      if (const auto* c = std::get_if<Checkpoint>(&op)) {
+        ++checkpoints;
+        produced = walk_checkpoint(*c, values, input_count, depth, in_fork);
+      }
+      for (Facts& f : produced) {
+        values.push_back(f);
+        read.push_back(false);
+      }
+    }
+    if (checkpoints >= 2) out_.insert("sibling checkpoints");
+    std::vector<Facts> outputs;
+    for (int ref : segment.outputs) {
+      mark(ref);
+      outputs.push_back(values.at(ref));
+    }
+    // A checkpoint output nothing reads: its gradient reaches backward as zeros.
+    size_t next = input_count;
+    for (const Op& op : segment.ops) {
+      const size_t count = static_cast<size_t>(op_output_count(op));
+      if (std::holds_alternative<Checkpoint>(op)) {
+        for (size_t k = 0; k < count; ++k) {
+          if (!read[next + k]) out_.insert("checkpoint output unused");
+        }
+      }
+      next += count;
+    }
+    return outputs;
+  }
+
+ private:
+  std::vector<Facts> walk_checkpoint(const Checkpoint& c, const std::vector<Facts>& values, size_t input_count,
+                                     int depth, bool in_fork) {
+    out_.insert("max checkpoint depth " + std::to_string(depth + 1));
+    if (in_fork) out_.insert("checkpoint inside a tracker fork");
+    if (c.distribute) out_.insert("distribute_saved_activations");
+    std::vector<Facts> args;
+    std::set<std::string> seen;
+    bool any_requires_grad = false;
+    for (size_t a = 0; a < c.args.size(); ++a) {
+      const Arg& arg = c.args[a];
+      const std::string key = show_arg(arg);
+      if (!seen.insert(key).second) out_.insert("arg: the same value twice");
+      Facts f;
+      if (const auto* ref = std::get_if<Ref>(&arg)) {
+        f = values.at(ref->value);
+        if (f.kind == Facts::Kind::tensor) {
+          if (depth > 0 && static_cast<size_t>(ref->value) >= input_count) {
+            out_.insert("checkpoint on a value computed inside a checkpoint");
+          }
+          if (f.dtype == DType::int64) out_.insert("arg: integer tensor");
+          else if (f.dtype == DType::boolean) out_.insert("arg: bool tensor");
+          else out_.insert(f.requires_grad ? "arg: tensor requiring grad" : "arg: tensor not requiring grad");
+          out_.insert(f.leaf ? "arg: leaf" : "arg: non-leaf");
+          if (f.view) out_.insert("arg: view");
+          if (!f.contiguous) out_.insert("arg: non-contiguous tensor");
+          if (a == 0 && c.distribute && f.view) out_.insert("distribute with args[0] a view");
+          any_requires_grad = any_requires_grad || f.requires_grad;
+        } else {
+          out_.insert(f.kind == Facts::Kind::none ? "arg: None" : "arg: literal passed on");
+        }
+      } else if (std::holds_alternative<None>(arg)) {
+        f.kind = Facts::Kind::none;
+        out_.insert("arg: None");
+      } else {
+        f.kind = Facts::Kind::literal;
+        if (std::holds_alternative<int64_t>(arg)) out_.insert("arg: int");
+        if (std::holds_alternative<double>(arg)) out_.insert("arg: float");
+        if (std::holds_alternative<bool>(arg)) out_.insert("arg: bool");
+        if (std::holds_alternative<std::string>(arg)) out_.insert("arg: str");
+      }
+      args.push_back(f);
+    }
+    std::vector<Facts> inside = args;
+    for (Facts& f : inside) f.leaf = false;
+    const std::vector<Facts> body_outputs = walk(*c.body, inside, depth + 1, false);
+    if (body_outputs.size() >= 2) out_.insert("body: several outputs");
+    for (size_t o = 0; o < body_outputs.size(); ++o) {
+      const Facts& f = body_outputs[o];
+      if (f.kind != Facts::Kind::tensor) out_.insert("body output: non-tensor");
+      else if (!f.requires_grad) out_.insert("body output: not requiring grad");
+      const int ref = c.body->outputs[o];
+      if (ref < static_cast<int>(c.args.size())) out_.insert("body output: an input returned as is");
+    }
+    // The Function's tensor outputs require grad when any tensor argument does.
+    std::vector<Facts> outputs = body_outputs;
+    for (Facts& f : outputs) {
+      f.leaf = false;
+      f.view = false;
+      f.contiguous = true;
+      if (f.kind == Facts::Kind::tensor && f.dtype != DType::int64 && f.dtype != DType::boolean) {
+        f.requires_grad = any_requires_grad;
+      }
+    }
+    return outputs;
+  }
+
+  std::set<std::string>& out_;
+};
+
+}  // namespace
+
+void showValue(const Case& c, std::ostream& os) { os << show(c); }
+
+std::vector<std::string> case_features(const Case& c) {
+  std::set<std::string> features;
+  features.insert(std::string("dtype: ") + to_string(c.dtype));
+  features.insert("iterations: " + std::to_string(c.iterations));
+  std::vector<Facts> leaves;
+  for (const Leaf& leaf : c.leaves) {
+    Facts f;
+    f.dtype = leaf_dtype(c, leaf);
+    f.requires_grad = leaf.requires_grad;
+    f.leaf = true;
+    leaves.push_back(f);
+  }
+  FeatureWalker(features).walk(c.root, leaves, 0, false);
+  // Depth labels say "at least": a case four deep is also three deep.
+  int deepest = 0;
+  for (const std::string& f : features) {
+    if (f.rfind("max checkpoint depth ", 0) == 0) deepest = std::max(deepest, std::stoi(f.substr(21)));
+  }
+  for (auto it = features.begin(); it != features.end();) {
+    it = it->rfind("max checkpoint depth ", 0) == 0 ? features.erase(it) : std::next(it);
+  }
+  for (int d = 1; d <= deepest; ++d) features.insert("checkpoints nested " + std::to_string(d) + " deep");
+  return {features.begin(), features.end()};
 }
 
 }  // namespace recheck

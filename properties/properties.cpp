@@ -154,13 +154,21 @@ Verdict errors_match(const Observations& subject, const Runs& runs) {
   const auto& s = subject.error;
   const auto& e = eager.error;
   if (!s && !e) return Verdict::pass();
+  // Backward draws no random numbers in eager mode, so an error raised in backward (a failing
+  // recomputation) must reach the caller with the states backward began with.
+  std::string unrestored;
+  if (s && s->phase == "backward") {
+    const std::string differs = rng_difference(s->rng, s->rng_at_phase_start);
+    if (!differs.empty()) unrestored = "; RNG not restored when the error reached the caller: " + differs;
+  }
   if (!s || !e || !(s->error == e->error) || s->iteration != e->iteration) {
-    return Verdict::fail("error", std::nullopt, describe_error(s) + " | eager: " + describe_error(e));
+    return Verdict::fail("error", std::nullopt, describe_error(s) + " | eager: " + describe_error(e) + unrestored);
   }
   const std::string differs = rng_difference(s->rng, e->rng);
   if (!differs.empty()) {
     return Verdict::fail("RNG after the error", std::nullopt, "differs from eager: " + differs);
   }
+  if (!unrestored.empty()) return Verdict::fail("error", std::nullopt, describe_error(s) + unrestored);
   return Verdict::pass();
 }
 

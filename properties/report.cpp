@@ -1,5 +1,6 @@
 #include "properties/report.h"
 
+#include <chrono>
 #include <iomanip>
 #include <sstream>
 
@@ -32,6 +33,28 @@ CaseResult check_case(const Case& c, CheckpointImplementation& oracle, Checkpoin
   result.results = check_properties(eager_run, oracle_run, sut_run);
   result.op_executions = eager_run.op_executions + oracle_run.op_executions + sut_run.op_executions;
   return result;
+}
+
+Hunt hunt(CheckpointImplementation& oracle, CheckpointImplementation& mutant, const GenOptions& options,
+          uint64_t first_seed, int64_t budget) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  Hunt h;
+  for (int64_t i = 0; i < budget && !h.killed; ++i) {
+    const uint64_t draw_seed = first_seed + static_cast<uint64_t>(i);
+    const CaseResult result = check_case(draw_case(options, draw_seed), oracle, mutant);
+    h.cases = i + 1;
+    for (const PropertyResult& r : result.results) {
+      if (!is_alarm(r.classification)) continue;
+      h.killed = true;
+      h.draw_seed = draw_seed;
+      h.property = r.property;
+      h.classification = r.classification;
+      break;
+    }
+  }
+  h.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return h;
 }
 
 std::string describe_results(const std::vector<PropertyResult>& results) {

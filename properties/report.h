@@ -10,6 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/case.h"
+#include "properties/generator.h"
 #include "properties/properties.h"
 
 namespace recheck {
@@ -22,6 +23,20 @@ struct CaseResult {
 };
 
 CaseResult check_case(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut);
+
+// Hunting a mutant: generated cases from `first_seed` on (case i uses draw seed first_seed + i)
+// until one shows a regression or a divergence, or the budget is spent.
+struct Hunt {
+  bool killed = false;
+  int64_t cases = 0;        // cases checked, the killing one included
+  uint64_t draw_seed = 0;   // of the killing case
+  std::string property;     // the first property that raised the alarm
+  Classification classification = Classification::pass;
+  double seconds = 0;
+};
+
+Hunt hunt(CheckpointImplementation& oracle, CheckpointImplementation& mutant, const GenOptions& options,
+          uint64_t first_seed, int64_t budget);
 
 // Prints each property's verdicts and evidence, one block per property.
 std::string describe_results(const std::vector<PropertyResult>& results);

@@ -75,7 +75,7 @@ at::Tensor gather_split_1d_tensor(const at::Tensor& data) {
 }
 
 // torch.utils.checkpoint.detach_variable
-Values detach_variable(const Values& inputs) {
+Values detach_variable(const Values& inputs, const CheckpointOptions& options) {
   Values out;
   out.reserve(inputs.size());
   for (const Value& input : inputs) {
@@ -85,10 +85,56 @@ Values detach_variable(const Values& inputs) {
     }
     const at::Tensor& tensor = as_tensor(input);
     at::Tensor detached = tensor.detach();
-    detached.set_requires_grad(tensor.requires_grad());
+    bool requires_grad = tensor.requires_grad();
+    if (options.detach_drops_requires_grad) requires_grad = false;
+    if (options.detach_forces_requires_grad && detached.is_floating_point()) requires_grad = true;
+    detached.set_requires_grad(requires_grad);
     out.emplace_back(detached);
   }
   return out;
+}
+
+// The mutant args_remerged_out_of_order: a port that keeps tensor and non-tensor arguments in
+// two lists and joins them back as tensors first.
+Values tensors_first(const Values& args) {
+  Values out;
+  for (const Value& arg : args) {
+    if (is_tensor(arg)) out.push_back(arg);
+  }
+  for (const Value& arg : args) {
+    if (!is_tensor(arg)) out.push_back(arg);
+  }
+  return out;
+}
+
+// The mutant clear_all_live: the detached inputs of every backward call in progress, outermost
+// first. Autograd runs a checkpoint's nested backward calls re-entrantly, on one thread at a time.
+std::vector<const Values*>& live_detached_inputs() {
+  static std::vector<const Values*> live;
+  return live;
+}
+
+struct LiveDetachedInputs {
+  explicit LiveDetachedInputs(const Values* inputs) { live_detached_inputs().push_back(inputs); }
+  ~LiveDetachedInputs() { live_detached_inputs().pop_back(); }
+  LiveDetachedInputs(const LiveDetachedInputs&) = delete;
+  LiveDetachedInputs& operator=(const LiveDetachedInputs&) = delete;
+};
+
+void reset_grads(const Values& tensors, const CheckpointOptions& options) {
+  for (const Value& input : tensors) {
+    if (!is_tensor(input)) continue;
+    at::Tensor& grad = as_tensor(input).mutable_grad();
+    if (!grad.defined()) continue;
+    if (options.zero_grad_in_place) {
+      grad.zero_();
+    } else if (options.free_grad_storage) {
+      // `x.grad.data = torch.empty(0)`: the returned gradient is the same tensor, now empty.
+      grad.set_data(at::empty({0}, grad.options()));
+    } else {
+      grad.reset();
+    }
+  }
 }
 
 const char* kNotCompatibleWithGrad =
@@ -109,7 +155,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     Values outputs;
     {
       at::NoGradGuard no_grad;
-      outputs = call->run_function(call->args);
+      outputs = call->run_function(call->options.args_remerged_out_of_order ? tensors_first(call->args) : call->args);
     }
 
     // Divide hidden states across the model parallel group and keep this rank's chunk.
@@ -160,7 +206,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     auto call = c10::static_intrusive_pointer_cast<CheckpointCall>(ctx->saved_data["call"].toCapsule());
     set_checkpointing(true);
     variable_list saved = ctx->get_saved_variables();
-    if (call->distribute_saved_activations) {
+    if (call->distribute_saved_activations && !call->options.distributed_input_not_restored) {
       const at::Tensor& input_0 = saved[0];
       safely_set_viewless_tensor_data(input_0,
                                       gather_split_1d_tensor(input_0.detach()).view(call->input_0_shape));
@@ -170,6 +216,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       if (tensor.defined()) inputs.emplace_back(tensor);
       else inputs.emplace_back(None{});
     }
+    if (call->options.args_remerged_out_of_order) inputs = tensors_first(inputs);
 
     const CheckpointOptions& options = call->options;
     auto set_states = [&options](const rng::AllStates& states) {
@@ -185,11 +232,13 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       try {
         // Set the states to what they were before the forward pass.
         if (!options.skip_set_forward_rng) set_states(call->rng_states);
-        detached_inputs = detach_variable(inputs);
+        detached_inputs = detach_variable(inputs, options);
         at::AutoGradMode enable_grad(!options.recompute_without_grad);
         outputs = call->run_function(detached_inputs);
       } catch (...) {
-        if (!options.skip_restore_rng_after_recompute) set_states(current_states);
+        if (!options.skip_restore_rng_after_recompute && !options.restore_not_exception_safe) {
+          set_states(current_states);
+        }
         throw;
       }
       if (!options.skip_restore_rng_after_recompute) set_states(current_states);
@@ -199,28 +248,35 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     // and zips them with the recomputed outputs (the shorter list wins).
     variable_list kept_outputs;
     variable_list kept_grads;
+    variable_list all_grads;  // for the mutant grads_paired_unfiltered
     size_t next_tensor_grad = 0;
     for (size_t i = 0; i < outputs.size() && i < call->output_is_tensor.size(); ++i) {
       at::Tensor grad;
       if (call->output_is_tensor[i]) grad = grad_outputs.at(next_tensor_grad++);
+      all_grads.push_back(grad);
       const Value& output = outputs[i];
       if (is_tensor(output) && as_tensor(output).requires_grad()) {
         kept_outputs.push_back(as_tensor(output));
         kept_grads.push_back(grad);
       }
     }
+    if (options.grads_paired_unfiltered) {
+      kept_grads.assign(all_grads.begin(), all_grads.begin() + static_cast<std::ptrdiff_t>(kept_outputs.size()));
+    }
     // `outputs, args = zip(*[])` unpacks nothing: Megatron raises this when no output needs grad.
     if (kept_outputs.empty()) {
       throw PythonError("ValueError", "not enough values to unpack (expected 2, got 0)");
     }
+    LiveDetachedInputs live(&detached_inputs);
     torch::autograd::backward(kept_outputs, kept_grads);
 
     auto clear_detached_grads = [&] {
-      for (const Value& input : detached_inputs) {
-        if (!is_tensor(input)) continue;
-        at::Tensor& grad = as_tensor(input).mutable_grad();
-        if (options.zero_grad_in_place && grad.defined()) grad.zero_();
-        else grad.reset();
+      if (options.clear_caller_grads) {
+        reset_grads(inputs, options);
+      } else if (options.clear_all_live) {
+        for (const Values* live_inputs : live_detached_inputs()) reset_grads(*live_inputs, options);
+      } else {
+        reset_grads(detached_inputs, options);
       }
     };
     if (options.clear_detached_grads && options.clear_before_collect) clear_detached_grads();
@@ -246,13 +302,13 @@ const std::vector<Variant>& variants() {
     CheckpointOptions options;
     options.clear_detached_grads = true;
     options.*mistake = true;
-    return Variant{name, std::string("mutant: ") + description, options};
+    return Variant{name, std::string("mutant: ") + description, options, /*is_mutant=*/true, ""};
   };
   static const std::vector<Variant> all = {
       {"clearing", "the change under test: resets .grad of detached inputs after collecting it",
-       CheckpointOptions{/*clear_detached_grads=*/true}},
+       CheckpointOptions{/*clear_detached_grads=*/true}, /*is_mutant=*/false, ""},
       {"nonclearing", "Megatron before the change: the oracle",
-       CheckpointOptions{/*clear_detached_grads=*/false}},
+       CheckpointOptions{/*clear_detached_grads=*/false}, /*is_mutant=*/false, ""},
       mutant("clear-before-collect", "resets .grad before collecting it", &CheckpointOptions::clear_before_collect),
       mutant("zero-grad-in-place", "zeroes .grad in place instead of resetting it",
              &CheckpointOptions::zero_grad_in_place),
@@ -266,6 +322,27 @@ const std::vector<Variant>& variants() {
              &CheckpointOptions::tracker_saved_by_reference),
       mutant("recompute-no-grad", "recomputes with grad mode off", &CheckpointOptions::recompute_without_grad),
       mutant("flag-left-set", "leaves the is-checkpointing flag set after backward", &CheckpointOptions::leave_flag_set),
+      mutant("free-grad-storage", "frees the collected gradient's storage (x.grad.data = torch.empty(0))",
+             &CheckpointOptions::free_grad_storage),
+      mutant("clear-caller-grads", "resets .grad of the caller's tensors instead of the detached inputs",
+             &CheckpointOptions::clear_caller_grads),
+      mutant("clear-all-live", "resets .grad of the detached inputs of every backward in progress (breaks nesting)",
+             &CheckpointOptions::clear_all_live),
+      mutant("restore-not-exception-safe", "restores the RNG states only when recomputation succeeded",
+             &CheckpointOptions::restore_not_exception_safe),
+      mutant("detach-drops-requires-grad", "detaches inputs without keeping requires_grad",
+             &CheckpointOptions::detach_drops_requires_grad),
+      mutant("detach-forces-requires-grad", "makes every floating detached input require grad",
+             &CheckpointOptions::detach_forces_requires_grad),
+      mutant("args-out-of-order", "re-merges tensor and non-tensor arguments as tensors first",
+             &CheckpointOptions::args_remerged_out_of_order),
+      mutant("distributed-not-restored", "recomputes from the distributed chunk without gathering args[0]",
+             &CheckpointOptions::distributed_input_not_restored),
+      mutant("grads-paired-unfiltered", "keeps the outputs that require grad but pairs them with the unfiltered grads",
+             &CheckpointOptions::grads_paired_unfiltered),
+      {"no-clear", "mutant: the change left out (the oracle under another name)",
+       CheckpointOptions{/*clear_detached_grads=*/false}, /*is_mutant=*/true,
+       "only grad-released and memory-floor can tell it from clearing; they come with the memory issue"},
   };
   return all;
 }

@@ -44,12 +44,24 @@ struct CheckpointOptions {
   bool tracker_saved_by_reference = false;        // keep the live tracker map, not a copy
   bool recompute_without_grad = false;            // recompute with grad mode off
   bool leave_flag_set = false;                    // is-checkpointing not unset after backward
+  bool free_grad_storage = false;                 // frees the storage of the collected .grad
+  bool clear_caller_grads = false;                // resets the caller's tensors' .grad instead
+  bool clear_all_live = false;                    // resets .grad of every backward's detached inputs
+  bool restore_not_exception_safe = false;        // restores RNG only when recompute succeeded
+  bool detach_drops_requires_grad = false;        // detached inputs never require grad
+  bool detach_forces_requires_grad = false;       // floating detached inputs always require grad
+  bool args_remerged_out_of_order = false;        // tensors first, then the non-tensors
+  bool distributed_input_not_restored = false;    // no gather of args[0] before recompute
+  bool grads_paired_unfiltered = false;           // outputs filtered, their grads not
 };
 
 struct Variant {
   std::string name;
   std::string description;
   CheckpointOptions options;
+  bool is_mutant = false;
+  // Why the present properties cannot kill this mutant yet; empty when they can.
+  std::string not_yet_killable;
 };
 
 // Every named variant, the correct ones first.

@@ -8,25 +8,34 @@
 namespace recheck {
 namespace {
 
+// The first hunt of `recheck mutants` (seed 1). The hardest mutant, clear-all-live, dies at case
+// 293 from this seed; a generator change that pushes a kill past the budget fails here.
 constexpr uint64_t kFirstSeed = 1;
-constexpr int kBudget = 200;
+constexpr int kBudget = 400;
 
 class MutantTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MutantTest, is_killed_within_the_budget) {
   auto oracle = make_checkpoint("nonclearing");
   auto mutant = make_checkpoint(GetParam());
-  for (int i = 0; i < kBudget; ++i) {
-    const CaseResult result = check_case(draw_case(GenOptions{}, kFirstSeed + i), *oracle, *mutant);
-    if (result.has_alarm()) return;  // killed
-  }
-  FAIL() << GetParam() << " survived " << kBudget << " cases from draw seed " << kFirstSeed;
+  const Hunt h = hunt(*oracle, *mutant, GenOptions{}, kFirstSeed, kBudget);
+  EXPECT_TRUE(h.killed) << GetParam() << " survived " << kBudget << " cases from draw seed " << kFirstSeed;
+  if (h.killed) RecordProperty("cases_to_kill", static_cast<int>(h.cases));
+}
+
+// The correct variant over the same cases: a suite that kills mutants by crying wolf is no use.
+TEST(MutantControl, clearing_raises_no_alarm_on_the_hunt_cases) {
+  auto oracle = make_checkpoint("nonclearing");
+  auto clearing = make_checkpoint("clearing");
+  const Hunt h = hunt(*oracle, *clearing, GenOptions{}, kFirstSeed, kBudget);
+  EXPECT_FALSE(h.killed) << "clearing raised " << h.property << " " << to_string(h.classification)
+                         << " on draw seed " << h.draw_seed;
 }
 
 std::vector<std::string> mutant_names() {
   std::vector<std::string> names;
   for (const Variant& v : variants()) {
-    if (v.name != "clearing" && v.name != "nonclearing") names.push_back(v.name);
+    if (v.is_mutant && v.not_yet_killable.empty()) names.push_back(v.name);
   }
   return names;
 }

@@ -122,10 +122,22 @@ TEST_F(Fixture, rng_restored_names_the_state_that_differs) {
 
 TEST_F(Fixture, errors_match_fails_when_only_the_subject_raises) {
   Observations broken = sut;
-  broken.error = ErrorRecord{0, "backward", {"ValueError", "boom"}, broken.iterations[0].rng};
+  broken.error = ErrorRecord{0, "backward", {"ValueError", "boom"}, broken.iterations[0].rng, broken.iterations[0].rng};
   const Verdict v = check("errors-match", broken);
   ASSERT_FALSE(v.holds);
   EXPECT_EQ(v.detail, "ValueError in iteration 0 backward: boom | eager: no error");
+}
+
+TEST_F(Fixture, errors_match_tells_a_backward_error_that_left_the_rng_moved) {
+  Observations broken = sut;
+  rng::Snapshot moved = broken.iterations[0].rng;
+  moved.cpu[0] ^= 1;
+  broken.error = ErrorRecord{0, "backward", {"ValueError", "boom"}, moved, broken.iterations[0].rng};
+  const Verdict v = check("errors-match", broken);
+  ASSERT_FALSE(v.holds);
+  EXPECT_EQ(v.detail,
+            "ValueError in iteration 0 backward: boom | eager: no error; RNG not restored when the error reached "
+            "the caller: CPU generator");
 }
 
 TEST_F(Fixture, no_side_effects_fails_when_the_flag_is_left_set) {
