@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <sys/wait.h>
@@ -73,6 +74,32 @@ TEST(Cli, help_describes_each_command) {
     EXPECT_EQ(r.exit_code, 0) << command;
     EXPECT_NE(r.output.find("usage: recheck " + std::string(command)), std::string::npos) << r.output;
   }
+}
+
+TEST(Cli, mutants_reports_each_hunt_and_the_control) {
+  const std::string json_path = ::testing::TempDir() + "/mutants.json";
+  const Result r = run("mutants --mutant clear-before-collect,recompute-no-grad --seeds 2 --budget 100 --json " + json_path);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("clear-before-collect"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("2/2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("control: clearing raised 0 alarms"), std::string::npos) << r.output;
+  std::ifstream in(json_path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"median_cases_to_kill\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"ok\": true"), std::string::npos) << text;
+}
+
+TEST(Cli, mutants_refuses_a_variant_that_is_not_a_mutant) {
+  const Result r = run("mutants --mutant clearing");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("'clearing' is not a mutant"), std::string::npos) << r.output;
+}
+
+TEST(Cli, bench_prints_rates_and_the_cost_ratio) {
+  const Result r = run("bench --cases 20");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("cases/s"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("check-to-eager cost ratio"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -188,10 +188,14 @@ TEST(Generated, clearing_shows_no_regression_on_a_fixed_seed_slice) {
   EXPECT_EQ(summary.cases(), 300);
 }
 
-TEST(Generated, cases_nest_checkpoints_three_deep) {
-  int deepest = 0;
-  for (uint64_t seed = 0; seed < 300; ++seed) deepest = std::max(deepest, stats(draw_case(GenOptions{}, seed)).max_depth);
-  EXPECT_EQ(deepest, 3);
+TEST(Generated, cases_nest_checkpoints_as_deep_as_allowed_and_no_deeper) {
+  for (int max_depth : {2, GenOptions{}.max_depth}) {
+    GenOptions options;
+    options.max_depth = max_depth;
+    int deepest = 0;
+    for (uint64_t seed = 0; seed < 300; ++seed) deepest = std::max(deepest, stats(draw_case(options, seed)).max_depth);
+    EXPECT_EQ(deepest, max_depth);
+  }
 }
 
 }  // namespace
