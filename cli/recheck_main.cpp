@@ -153,6 +153,11 @@ Prints the case's graph as indented text: leaves, ops, checkpoint bodies (marked
 
 std::atomic<bool> g_interrupted{false};
 
+// Ctrl-C ends the loop in progress after the current case; the summary so far is printed.
+void stop_on_interrupt() {
+  std::signal(SIGINT, [](int) { g_interrupted = true; });
+}
+
 std::string finding_file_name(int64_t index, const std::string& property, Classification c) {
   return "case-" + std::to_string(index) + "-" + property + "-" + to_string(c) + ".json";
 }
@@ -198,7 +203,7 @@ int command_run(const Args& args) {
             << ", " << (cases > 0 ? std::to_string(cases) + " cases" : "") << (cases > 0 && seconds > 0 ? " or " : "")
             << (seconds > 0 ? std::to_string(seconds) + " s" : "") << ", device " << gen.device << "\n";
 
-  std::signal(SIGINT, [](int) { g_interrupted = true; });
+  stop_on_interrupt();
   Summary summary;
   json findings = json::array();
   std::map<std::string, int> written_per_kind;
@@ -568,11 +573,11 @@ int main(int argc, char** argv) {
     if (command == "show") return command_show(Args(argc, argv, 2, {"help"}, {}));
     if (command == "variants") return command_variants(Args(argc, argv, 2, {"help"}, {}));
     if (command == "mutants") {
-      std::signal(SIGINT, [](int) { g_interrupted = true; });
+      stop_on_interrupt();
       return command_mutants(Args(argc, argv, 2, {"help"}, {"seeds", "budget", "seed", "mutant", "json"}));
     }
     if (command == "bench") {
-      std::signal(SIGINT, [](int) { g_interrupted = true; });
+      stop_on_interrupt();
       return command_bench(Args(argc, argv, 2, {"help"}, {"cases", "seed", "json"}));
     }
     std::cerr << "recheck: unknown command '" << command << "'\n\n" << kMainHelp;

@@ -180,15 +180,12 @@ class Interpreter {
     RunFunction run_function = [this, body, record, calls](const Values& inputs) {
       // Every call after the first is a recomputation, and so is all that runs inside it.
       const bool recomputation = (*calls)++ > 0;
-      recomputing_ += recomputation;
-      Values outputs;
-      try {
-        outputs = run_segment(*body, inputs);
-      } catch (...) {
-        recomputing_ -= recomputation;
-        throw;
-      }
-      recomputing_ -= recomputation;
+      struct Count {  // counts this call while it runs, also when it throws
+        int& in_progress;
+        bool counted;
+        ~Count() { in_progress -= counted; }
+      } count{recomputing_ += recomputation, recomputation};
+      Values outputs = run_segment(*body, inputs);
       if (record) {
         std::vector<at::Tensor> recorded;
         for (const Value& output : outputs) recorded.push_back(is_tensor(output) ? clone_for_record(as_tensor(output)) : at::Tensor());

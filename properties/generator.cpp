@@ -473,6 +473,16 @@ struct Facts {
   bool leaf = false;
   bool view = false;
   bool contiguous = true;
+
+  // The facts of a new tensor computed from this one: same kind, dtype and requires_grad, but
+  // a fresh, contiguous non-leaf that is nobody's view.
+  Facts computed() const {
+    Facts f = *this;
+    f.leaf = false;
+    f.view = false;
+    f.contiguous = true;
+    return f;
+  }
 };
 
 class FeatureWalker {
@@ -490,13 +500,7 @@ class FeatureWalker {
     for (const Op& op : segment.ops) {
       for (int ref : op_inputs(op)) mark(ref);
       std::vector<Facts> produced;
-      auto like = [&](int x) {
-        Facts f = values.at(x);
-        f.leaf = false;
-        f.view = false;
-        f.contiguous = true;
-        return f;
-      };
+      auto like = [&](int x) { return values.at(x).computed(); };
       if (const auto* u = std::get_if<Unary>(&op)) produced.push_back(like(u->x));
       if (const auto* b = std::get_if<Binary>(&op)) {
         Facts f = like(b->a);
@@ -630,11 +634,9 @@ class FeatureWalker {
       if (ref < static_cast<int>(c.args.size())) out_.insert("body output: an input returned as is");
     }
     // The Function's tensor outputs require grad when any tensor argument does.
-    std::vector<Facts> outputs = body_outputs;
-    for (Facts& f : outputs) {
-      f.leaf = false;
-      f.view = false;
-      f.contiguous = true;
+    std::vector<Facts> outputs;
+    for (const Facts& body_output : body_outputs) {
+      Facts& f = outputs.emplace_back(body_output.computed());
       if (f.kind == Facts::Kind::tensor && f.dtype != DType::int64 && f.dtype != DType::boolean) {
         f.requires_grad = any_requires_grad;
       }
