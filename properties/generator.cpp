@@ -17,9 +17,15 @@ struct ValueInfo {
   std::vector<int64_t> shape;
   bool floating = true;
   bool requires_grad = false;
+  // Handed to a checkpoint that distributes it: its data is now a 1-D chunk, so the caller,
+  // as Megatron's callers do, does not read it again.
+  bool handed_off = false;
+  bool view = false;  // made by a view op (Megatron refuses to distribute a view)
 };
 
-bool is_float_tensor(const ValueInfo& v) { return v.kind == ValueInfo::Kind::tensor && v.floating; }
+bool is_float_tensor(const ValueInfo& v) {
+  return v.kind == ValueInfo::Kind::tensor && v.floating && !v.handed_off;
+}
 
 template <typename T>
 T pick(const std::vector<T>& options) {
@@ -70,7 +76,7 @@ class SegmentBuilder {
   std::vector<int> tensors() const {
     std::vector<int> out;
     for (size_t i = 0; i < values_.size(); ++i) {
-      if (values_[i].kind == ValueInfo::Kind::tensor) out.push_back(static_cast<int>(i));
+      if (values_[i].kind == ValueInfo::Kind::tensor && !values_[i].handed_off) out.push_back(static_cast<int>(i));
     }
     return out;
   }
@@ -86,6 +92,7 @@ class SegmentBuilder {
   }
 
   void push(Op op, ValueInfo info) {
+    if (!std::holds_alternative<InPlace>(op)) info.view = std::holds_alternative<View>(op);
     segment_.ops.push_back(std::move(op));
     values_.push_back(std::move(info));
   }
@@ -97,7 +104,7 @@ class SegmentBuilder {
     const size_t fork = fork_depth_ < 2 ? 3 : 0;
     const size_t kind = pick_weighted({{20, kUnary}, {15, kBinary}, {6, kMatmul}, {8, kView}, {3, kReduce},
                                        {2, kArgmax}, {16, kRandom}, {5, kStash}, {nested, kCheckpoint},
-                                       {fork, kFork}, {depth_ > 0 ? 3u : 1u, kRaise}, {depth_ > 0 ? 2u : 0u, kInPlaceInput}});
+                                       {fork, kFork}, {depth_ > 0 ? 3u : 1u, kRaise}, {depth_ > 0 ? 4u : 0u, kInPlaceInput}});
     const int x = pick(floats);
     const ValueInfo& xi = values_[x];
     switch (kind) {
@@ -205,6 +212,7 @@ class SegmentBuilder {
         return;
       }
       case kCheckpoint:
+        if (depth_ + 2 <= options_.max_depth && *rc::gen::inRange(0, 3) == 2 && add_layer()) return;
         add_checkpoint();
         return;
       case kFork:
@@ -236,9 +244,9 @@ class SegmentBuilder {
   }
 
   static std::string pick_tracker_state() {
-    return *rc::gen::weightedElement<std::string>({{30, rng::kModelParallelRngTrackerName},
-                                                   {12, rng::kDataParallelRngTrackerName},
-                                                   {8, rng::kExpertParallelRngTrackerName},
+    return *rc::gen::weightedElement<std::string>({{60, rng::kModelParallelRngTrackerName},
+                                                   {24, rng::kDataParallelRngTrackerName},
+                                                   {16, rng::kExpertParallelRngTrackerName},
                                                    {1, "no-such-rng"}});  // unknown: Megatron's tracker raises
   }
 
@@ -283,14 +291,33 @@ class SegmentBuilder {
     std::vector<ValueInfo> child_inputs;
     op.distribute = options_.distribute_one_in > 0 && *rc::gen::inRange(0, options_.distribute_one_in) == options_.distribute_one_in - 1;
     const int arg_count = *rc::gen::inRange(1, 4);
-    if (op.distribute && *rc::gen::inRange(0, 4) != 0) {
+    std::optional<int> handed_off;
+    const int first_arg = op.distribute ? *rc::gen::inRange(0, 4) : 3;
+    if (first_arg <= 1) {
       // Megatron distributes the hidden states a layer was just handed: mostly the newest
-      // tensor, which the caller does not read again (reading it again sees the 1-D chunk).
-      const int newest = float_tensors().back();
-      op.args.push_back(Ref{newest});
-      child_inputs.push_back(values_[newest]);
+      // tensor that is not a view, which the caller does not read again. Otherwise a view
+      // (Megatron refuses it) or any argument, which the caller may read again and then sees
+      // the 1-D chunk: pre-existing findings, both.
+      const std::vector<int> floats = float_tensors();
+      handed_off = floats.back();
+      for (auto it = floats.rbegin(); it != floats.rend(); ++it) {
+        if (!values_[*it].view) {
+          handed_off = *it;
+          break;
+        }
+      }
+      op.args.push_back(Ref{*handed_off});
+      child_inputs.push_back(values_[*handed_off]);
+    } else if (first_arg == 2) {
+      for (int f : float_tensors()) {
+        if (values_[f].view) {
+          op.args = {Ref{f}};
+          child_inputs = {values_[f]};
+        }
+      }
     }
     while (static_cast<int>(op.args.size()) < arg_count) op.args.push_back(pick_arg(op.args, child_inputs));
+    if (handed_off) values_[*handed_off].handed_off = true;
     SegmentBuilder child(options_, depth_ + 1, child_inputs, fork_depth_);
     op.body = child.build(/*is_root=*/false, /*nested_first=*/*rc::gen::inRange(0, 4) == 3);
     // A residual connection, `x + layer(x)`: an argument is used again after the checkpoint,
@@ -354,6 +381,74 @@ class SegmentBuilder {
     }
   }
 
+  // A checkpointed layer around a checkpointed sub-layer, the shape of a transformer block
+  // under full recompute: `ckpt(h, W){ y = ckpt(h){...}; z = y @ W; ... }`. W is read only
+  // after the sub-layer, so in the layer's backward autograd finishes W's gradient before it
+  // runs the sub-layer's backward. False when no (h, W) pair fits.
+  bool add_layer() {
+    std::vector<std::pair<int, int>> pairs;
+    for (int h : float_tensors()) {
+      for (int w : float_tensors()) {
+        const ValueInfo& hi = values_[h];
+        const ValueInfo& wi = values_[w];
+        if (h != w && hi.shape.size() == 2 && wi.shape.size() == 2 && wi.shape[0] == hi.shape[1] && wi.requires_grad) {
+          pairs.emplace_back(h, w);
+        }
+      }
+    }
+    if (pairs.empty()) return false;
+    const auto [h, w] = pick(pairs);
+    Checkpoint op;
+    op.args = {Ref{h}, Ref{w}};
+    std::vector<ValueInfo> inputs = {values_[h], values_[w]};
+    // Half the time a buffer too, a float tensor that does not require grad and that the layer
+    // updates in place (as batch norm updates its running statistics): recomputation updates
+    // it a second time.
+    std::vector<int> buffers;
+    for (int b : float_tensors()) {
+      if (!values_[b].requires_grad) buffers.push_back(b);
+    }
+    if (!buffers.empty() && *rc::gen::inRange(0, 2) == 1) {
+      const int buffer = pick(buffers);
+      op.args.push_back(Ref{buffer});
+      inputs.push_back(values_[buffer]);
+    }
+    // Megatron's transformer layers distribute their hidden states, args[0], under full recompute.
+    op.distribute = !values_[h].view && options_.distribute_one_in > 0 && *rc::gen::inRange(0, 3) == 2;
+    if (op.distribute) values_[h].handed_off = true;
+    SegmentBuilder layer(options_, depth_ + 1, inputs, fork_depth_);
+    op.body = layer.build_layer_body();
+    segment_.ops.push_back(std::move(op));
+    for (const ValueInfo& info : layer.output_infos()) values_.push_back(info);
+    return true;
+  }
+
+  // The body of add_layer: inputs v0 = h, v1 = W, and maybe v2 = a buffer.
+  Segment build_layer_body() {
+    Checkpoint sublayer;
+    sublayer.args = {Ref{0}};
+    SegmentBuilder child(options_, depth_ + 1, {values_[0]}, fork_depth_);
+    sublayer.body = child.build(/*is_root=*/false);
+    segment_.ops.push_back(std::move(sublayer));
+    const int first_output = static_cast<int>(values_.size());
+    for (const ValueInfo& info : child.output_infos()) values_.push_back(info);
+    int y = -1;
+    for (size_t o = 0; o < child.output_infos().size() && y < 0; ++o) {
+      const ValueInfo& yi = values_[first_output + o];
+      if (is_float_tensor(yi) && yi.shape.size() == 2 && yi.shape[1] == values_[1].shape[0]) y = first_output + static_cast<int>(o);
+    }
+    if (y < 0) y = 0;  // the sub-layer changed the shape: use h itself
+    ValueInfo z = values_[y];
+    z.shape = {values_[y].shape[0], values_[1].shape[1]};
+    z.requires_grad = true;
+    push(Matmul{y, 1}, z);
+    if (input_count_ == 3) push(InPlace{InPlace::Fn::mul, 0.5, 2}, values_[2]);
+    const int more = *rc::gen::inRange(0, 3);
+    for (int i = 0; i < more; ++i) add_op();
+    choose_outputs(/*is_root=*/false);
+    return std::move(segment_);
+  }
+
   // A region under `with tracker.fork(name):`, which may hold checkpoints of its own.
   void add_fork() {
     Fork op;
@@ -402,9 +497,21 @@ class SegmentBuilder {
     if (candidates.empty()) return;
     // The newest value first, so that shrinking keeps the last computation.
     std::reverse(candidates.begin(), candidates.end());
+    // Mostly values no op has read yet: then what the segment computed reaches the loss, and
+    // its checkpoints and random draws are recomputed in backward instead of being dead code.
+    std::vector<bool> read(values_.size(), false);
+    for (const Op& op : segment_.ops) {
+      for (int ref : op_inputs(op)) read[static_cast<size_t>(ref)] = true;
+    }
+    std::vector<int> sinks;
+    for (int c : candidates) {
+      if (static_cast<size_t>(c) >= input_count_ && !read[static_cast<size_t>(c)]) sinks.push_back(c);
+    }
     const int count = *rc::gen::inRange(1, std::min<int>(3, static_cast<int>(candidates.size())) + 1);
     for (int i = 0; i < count; ++i) {
-      const int ref = pick(candidates);
+      const bool from_sinks = !sinks.empty() && *rc::gen::inRange(0, 4) != 3;
+      const int ref = pick(from_sinks ? sinks : candidates);
+      if (from_sinks) sinks.erase(std::find(sinks.begin(), sinks.end(), ref));
       segment_.outputs.push_back(ref);
       output_infos_.push_back(values_[ref]);
     }
@@ -438,9 +545,9 @@ rc::Gen<Case> gen_case(const GenOptions& options) {
       c.leaves.push_back(Leaf{{rows, cols}, std::nullopt, *rc::gen::inRange(0, 2) == 0, Fill::randn});
     }
     // Sometimes an integer or a bool tensor, for arguments that are tensors but not differentiable.
-    switch (*rc::gen::inRange(0, 6)) {
-      case 4: c.leaves.push_back(Leaf{{rows, cols}, DType::int64, false, Fill::randn}); break;
-      case 5: c.leaves.push_back(Leaf{{rows}, DType::boolean, false, Fill::randn}); break;
+    switch (*rc::gen::inRange(0, 5)) {
+      case 3: c.leaves.push_back(Leaf{{rows, cols}, DType::int64, false, Fill::randn}); break;
+      case 4: c.leaves.push_back(Leaf{{rows}, DType::boolean, false, Fill::randn}); break;
       default: break;
     }
     std::vector<ValueInfo> inputs;
