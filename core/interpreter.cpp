@@ -3,8 +3,15 @@
 #include <map>
 #include <memory>
 
+#include <optional>
+#include <tuple>
+#include <unordered_set>
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/functions/accumulate_grad.h>
+
+#include "core/memory.h"
 
 namespace recheck {
 
@@ -12,8 +19,10 @@ namespace {
 
 at::Device device_of(const Case& c) { return c.device == "cuda" ? at::Device(at::kCUDA) : at::Device(at::kCPU); }
 
+// The harness's own copies are not counted by the memory probe.
 at::Tensor clone_for_record(const at::Tensor& t) {
   if (!t.defined()) return t;
+  memory::Uncounted uncounted;
   return t.detach().to(at::kCPU).clone();
 }
 
@@ -61,7 +70,90 @@ class Interpreter {
 
   int iteration = 0;
 
+  void start_iteration(int i) {
+    iteration = i;
+    watched_.clear();
+  }
+
+  std::vector<std::string> recomputation_inputs_holding_grad() const {
+    std::vector<std::string> held;
+    for (const Watched& w : watched_) {
+      auto impl = w.input.lock();
+      if (!impl) continue;
+      const at::Tensor input(std::move(impl));
+      const at::Tensor& grad = input.grad();
+      if (!grad.defined()) continue;
+      held.push_back(w.where + ": .grad of " + std::to_string(grad.storage().nbytes()) + " bytes");
+    }
+    return held;
+  }
+
+  // See MemoryRecord::stashed_detached_grad_bytes.
+  std::pair<int64_t, int64_t> stashed_detached_grads(const std::vector<at::Tensor>& case_leaves) const {
+    std::unordered_set<const c10::TensorImpl*> leaves;
+    // A gradient storage a case leaf's .grad shares stays alive whatever clearing does: the
+    // engine may adopt a recomputation input's gradient, or a view of it, as a leaf's .grad.
+    std::unordered_set<const c10::StorageImpl*> kept_by_leaves;
+    for (const at::Tensor& leaf : case_leaves) {
+      leaves.insert(leaf.unsafeGetTensorImpl());
+      if (leaf.grad().defined()) kept_by_leaves.insert(leaf.grad().storage().unsafeGetStorageImpl());
+    }
+    std::unordered_set<const c10::StorageImpl*> storages;
+    std::unordered_set<const torch::autograd::Node*> seen;
+    int64_t bytes = 0;
+    auto count = [&](const at::Tensor& t) {
+      if (!t.defined() || leaves.count(t.unsafeGetTensorImpl())) return;
+      const at::Tensor& grad = t.grad();
+      if (!grad.defined() || kept_by_leaves.count(grad.storage().unsafeGetStorageImpl())) return;
+      if (storages.insert(grad.storage().unsafeGetStorageImpl()).second) {
+        bytes += static_cast<int64_t>(grad.storage().nbytes());
+      }
+    };
+    std::vector<std::shared_ptr<torch::autograd::Node>> stack;
+    for (const auto& [op, value] : stash_) {
+      if (!is_tensor(value)) continue;
+      at::Tensor t = as_tensor(value);
+      // A view whose base was modified in place refuses to give its grad_fn (autograd raises);
+      // its base keeps the same graph alive.
+      while (t.is_view()) {
+        try {
+          (void)t.grad_fn();
+          break;
+        } catch (const c10::Error&) {
+          t = t._base();
+        }
+      }
+      if (t.grad_fn()) stack.push_back(t.grad_fn());
+      else count(t);
+    }
+    while (!stack.empty()) {
+      std::shared_ptr<torch::autograd::Node> node = std::move(stack.back());
+      stack.pop_back();
+      if (!seen.insert(node.get()).second) continue;
+      if (const auto* accumulate = dynamic_cast<const torch::autograd::AccumulateGrad*>(node.get())) {
+        count(accumulate->variable);
+      }
+      for (const torch::autograd::Edge& edge : node->next_edges()) {
+        if (edge.function) stack.push_back(edge.function);
+      }
+    }
+    return {bytes, static_cast<int64_t>(storages.size())};
+  }
+
  private:
+  struct Watched {
+    std::string where;
+    c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> input;
+  };
+
+  void watch_recomputation_inputs(const std::string& site, const Values& inputs) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!is_tensor(inputs[i])) continue;
+      c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> weak(as_tensor(inputs[i]).getIntrusivePtr());
+      watched_.push_back(Watched{site + " input " + std::to_string(i), std::move(weak)});
+    }
+  }
+
   Values run(const Unary& op, const Values& v) {
     const at::Tensor& x = expect_tensor(v.at(op.x), "unary");
     switch (op.fn) {
@@ -177,9 +269,10 @@ class Interpreter {
     }
     const Segment* body = &*op.body;
     auto calls = std::make_shared<int>(0);
-    RunFunction run_function = [this, body, record, calls](const Values& inputs) {
+    RunFunction run_function = [this, &op, body, record, calls](const Values& inputs) {
       // Every call after the first is a recomputation, and so is all that runs inside it.
       const bool recomputation = (*calls)++ > 0;
+      if (recomputation) watch_recomputation_inputs(sites_.at(&op), inputs);
       struct Count {  // counts this call while it runs, also when it throws
         int& in_progress;
         bool counted;
@@ -209,6 +302,7 @@ class Interpreter {
   std::map<const Checkpoint*, std::string> sites_;
   std::map<const Stash*, Value> stash_;
   int recomputing_ = 0;  // recomputations in progress
+  std::vector<Watched> watched_;  // this iteration's recomputation inputs
 };
 
 // Distinct, fixed weights per output, so that each output's gradient is told apart.
@@ -250,19 +344,34 @@ std::vector<at::Tensor> make_leaves(const Case& c) {
 Observations run_case(const Case& c, CheckpointImplementation& implementation, const RunOptions& options) {
   Observations obs;
   obs.implementation = implementation.name();
-  rng::use_device(c.device == "cuda" ? rng::Device::cuda : rng::Device::cpu);
+  obs.device = c.device;
+  const bool on_cuda = c.device == "cuda";
+  rng::use_device(on_cuda ? rng::Device::cuda : rng::Device::cpu);
   rng::reset_all(c.seed);
   set_checkpointing(false);
+
+  std::optional<memory::CpuProbe> probe;
+  const bool measure = options.measure_memory;
+  if (measure && !on_cuda) probe.emplace();
+  auto held = [&] { return on_cuda ? memory::cuda_current() : probe->current(); };
+  auto peak = [&] { return on_cuda ? memory::cuda_peak() : probe->peak(); };
+  auto reset_peak = [&] {
+    if (on_cuda) memory::cuda_reset_peak();
+    else probe->reset_peak();
+  };
 
   std::vector<at::Tensor> leaves = make_leaves(c);
   Values leaf_values(leaves.begin(), leaves.end());
   Interpreter interpreter(c, implementation, options, obs);
 
   for (int iteration = 0; iteration < c.iterations; ++iteration) {
-    interpreter.iteration = iteration;
+    interpreter.start_iteration(iteration);
     IterationRecord record;
     const char* phase = "forward";
     rng::Snapshot phase_start = rng::snapshot();
+    const bool timeline = measure && !on_cuda && options.record_timeline && iteration + 1 == c.iterations;
+    if (measure) reset_peak();
+    if (timeline) probe->start_timeline();
     try {
       Values outputs = interpreter.run_segment(c.root, leaf_values);
       at::Tensor loss;
@@ -279,9 +388,20 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
       phase_start = rng::snapshot();
       if (loss.defined()) torch::autograd::backward({loss});
     } catch (...) {
+      if (timeline) obs.timeline = probe->stop_timeline();
       obs.error = ErrorRecord{iteration, phase, describe_current_exception(), rng::snapshot(), std::move(phase_start)};
       break;
     }
+    // The outputs and the loss are gone: what is held now is the floor.
+    if (timeline) obs.timeline = probe->stop_timeline();
+    if (measure) {
+      record.memory.measured = true;
+      record.memory.floor = held();
+      record.memory.peak = peak();
+      std::tie(record.memory.stashed_detached_grad_bytes, record.memory.stashed_detached_grads) =
+          interpreter.stashed_detached_grads(leaves);
+    }
+    record.detached_inputs_holding_grad = interpreter.recomputation_inputs_holding_grad();
     for (const at::Tensor& leaf : leaves) {
       record.leaf_grads.push_back(clone_for_record(leaf.grad()));
       record.leaf_data.push_back(clone_for_record(leaf));

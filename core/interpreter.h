@@ -14,6 +14,17 @@
 
 namespace recheck {
 
+// Bytes, measured by the CPU counting allocator or CUDA's caching allocator statistics.
+struct MemoryRecord {
+  bool measured = false;
+  int64_t floor = 0;  // held after the iteration: leaves, their .grad, what stash ops keep alive
+  int64_t peak = 0;   // the most held at any moment of the iteration
+  // The `.grad` bytes of recomputation inputs (not case leaves) that stashed values keep
+  // reachable, directly or through the autograd graph: what clearing should free.
+  int64_t stashed_detached_grad_bytes = 0;
+  int64_t stashed_detached_grads = 0;  // how many such gradients
+};
+
 struct IterationRecord {
   std::vector<at::Tensor> outputs;     // the root's outputs, cloned; undefined for non-tensors
   at::Tensor loss;                     // undefined when no output required grad
@@ -21,6 +32,10 @@ struct IterationRecord {
   std::vector<at::Tensor> leaf_data;   // each leaf's data after backward, cloned
   rng::Snapshot rng;
   bool checkpointing_flag = false;
+  MemoryRecord memory;
+  // Every recomputation input still alive after the iteration that holds a `.grad`, as
+  // "root.ops[2] input 0: .grad of 48 bytes" (watched through weak references).
+  std::vector<std::string> detached_inputs_holding_grad;
 };
 
 struct ErrorRecord {
@@ -41,14 +56,18 @@ struct SegmentCall {
 
 struct Observations {
   std::string implementation;
+  std::string device;  // "cpu" or "cuda"
   std::vector<IterationRecord> iterations;
   std::optional<ErrorRecord> error;
   std::vector<SegmentCall> segment_calls;
   int64_t op_executions = 0;
+  std::vector<int64_t> timeline;  // bytes held after each allocation and free, last iteration
 };
 
 struct RunOptions {
   bool record_segment_calls = true;
+  bool measure_memory = true;   // CPU: installs the counting allocator for the run
+  bool record_timeline = false;
 };
 
 Observations run_case(const Case& c, CheckpointImplementation& implementation,

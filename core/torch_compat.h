@@ -4,13 +4,26 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/GeneratorImpl.h>
+#include <torch/version.h>
+
+// c10::Allocator: from 2.3, allocate() is no longer const and copy_data() must be defined.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+#define RECHECK_ALLOCATE_CONST
+#define RECHECK_ALLOCATOR_HAS_COPY_DATA 1
+#else
+#define RECHECK_ALLOCATE_CONST const
+#define RECHECK_ALLOCATOR_HAS_COPY_DATA 0
+#endif
 
 #if defined(RECHECK_WITH_CUDA)
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
+#include <cstdint>
 #include <stdexcept>
+#include <utility>
 
 namespace recheck::compat {
 
@@ -25,6 +38,27 @@ inline bool cuda_available() {
 inline at::Generator default_cuda_generator() {
 #if defined(RECHECK_WITH_CUDA)
   return at::cuda::detail::getDefaultCUDAGenerator();
+#else
+  throw std::runtime_error("this build of recheck has no CUDA support (configure with a CUDA-enabled libtorch)");
+#endif
+}
+
+// The caching allocator's allocated bytes on the current device: (current, peak since reset).
+// The same call in 1.13 and 2.x; the stat arrays are indexed by StatType::AGGREGATE.
+inline std::pair<int64_t, int64_t> cuda_allocated_bytes() {
+#if defined(RECHECK_WITH_CUDA)
+  const int device = c10::cuda::current_device();
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
+  const auto& bytes = stats.allocated_bytes[static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)];
+  return {bytes.current, bytes.peak};
+#else
+  throw std::runtime_error("this build of recheck has no CUDA support (configure with a CUDA-enabled libtorch)");
+#endif
+}
+
+inline void cuda_reset_peak_allocated_bytes() {
+#if defined(RECHECK_WITH_CUDA)
+  c10::cuda::CUDACachingAllocator::resetPeakStats(c10::cuda::current_device());
 #else
   throw std::runtime_error("this build of recheck has no CUDA support (configure with a CUDA-enabled libtorch)");
 #endif

@@ -1,6 +1,7 @@
 #include "properties/properties.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace recheck {
 
@@ -37,6 +38,11 @@ Classification classify(const Verdict& oracle, const Verdict& sut) {
   if (oracle.holds) return Classification::regression;
   if (sut.holds) return Classification::fixed;
   return oracle.describe() == sut.describe() ? Classification::pre_existing : Classification::divergent;
+}
+
+Classification classify(const Property& property, const Verdict& oracle, const Verdict& sut) {
+  if (property.claim_of_change) return sut.holds ? Classification::pass : Classification::regression;
+  return classify(oracle, sut);
 }
 
 namespace {
@@ -190,6 +196,48 @@ Verdict no_side_effects(const Observations& subject, const Runs& runs) {
   return Verdict::pass();
 }
 
+Verdict grad_released(const Observations& subject, const Runs&) {
+  for (size_t i = 0; i < subject.iterations.size(); ++i) {
+    const auto& held = subject.iterations[i].detached_inputs_holding_grad;
+    if (!held.empty()) {
+      return Verdict::fail("after " + at_iteration(i), std::nullopt,
+                           std::to_string(held.size()) + " recomputation input(s) still hold a .grad, first " +
+                               held.front());
+    }
+  }
+  return Verdict::pass();
+}
+
+// On CUDA the caching allocator rounds every block up to a multiple of 512 bytes.
+int64_t floor_tolerance(const std::string& device, int64_t gradients) { return device == "cuda" ? 512 * gradients : 0; }
+
+Verdict memory_floor(const Observations& subject, const Runs& runs) {
+  const Observations& oracle = runs.oracle;
+  for (size_t i = 0; i < common_iterations(subject, oracle); ++i) {
+    const MemoryRecord& s = subject.iterations[i].memory;
+    const MemoryRecord& o = oracle.iterations[i].memory;
+    if (!s.measured || !o.measured) continue;
+    const std::string at = "after " + at_iteration(i);
+    if (s.floor > o.floor) {
+      return Verdict::fail(at, std::nullopt, "floor " + std::to_string(s.floor) + " bytes, above the oracle's " +
+                                                 std::to_string(o.floor));
+    }
+    const int64_t freed = o.floor - s.floor;
+    const int64_t predicted = o.stashed_detached_grad_bytes;
+    if (std::llabs(freed - predicted) > floor_tolerance(subject.device, o.stashed_detached_grads)) {
+      return Verdict::fail(at, std::nullopt, "floor " + std::to_string(freed) + " bytes below the oracle's, predicted " +
+                                                 std::to_string(predicted) + " (the .grad of " +
+                                                 std::to_string(o.stashed_detached_grads) +
+                                                 " stashed recomputation inputs)");
+    }
+    if (s.peak > o.peak) {
+      return Verdict::fail("during " + at_iteration(i), std::nullopt,
+                           "peak " + std::to_string(s.peak) + " bytes, above the oracle's " + std::to_string(o.peak));
+    }
+  }
+  return Verdict::pass();
+}
+
 }  // namespace
 
 const std::vector<Property>& properties() {
@@ -202,6 +250,12 @@ const std::vector<Property>& properties() {
       {"rng-restored", "after every iteration the CPU, device and tracker states equal eager mode's", rng_restored},
       {"errors-match", "errors have eager mode's type and message, and leave eager mode's RNG states", errors_match},
       {"no-side-effects", "leaf data and the is-checkpointing flag are as eager mode leaves them", no_side_effects},
+      {"grad-released", "after backward no recomputation input still alive holds a .grad (a claim of the change)",
+       grad_released, /*claim_of_change=*/true},
+      {"memory-floor",
+       "floor <= the oracle's, below it by exactly the .grad bytes of stashed recomputation inputs; peak <= the "
+       "oracle's (a claim of the change)",
+       memory_floor, /*claim_of_change=*/true},
   };
   return all;
 }
@@ -222,7 +276,7 @@ std::vector<PropertyResult> check_properties(const Observations& eager, const Ob
     r.property = p.name;
     r.oracle = p.check(oracle, runs);
     r.sut = p.check(sut, runs);
-    r.classification = classify(r.oracle, r.sut);
+    r.classification = classify(p, r.oracle, r.sut);
     results.push_back(std::move(r));
   }
   return results;

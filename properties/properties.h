@@ -38,7 +38,14 @@ struct Property {
   const char* name;
   const char* description;
   Verdict (*check)(const Observations& subject, const Runs& runs);
+  // A claim of the change under test (grad-released, memory-floor): the oracle does not make
+  // it, so only the sut's verdict is classified: pass, or regression. The oracle's verdict is
+  // still computed and reported, for information.
+  bool claim_of_change = false;
 };
+
+// classify(oracle, sut), except for a claim of the change: pass or regression by the sut alone.
+Classification classify(const Property& property, const Verdict& oracle, const Verdict& sut);
 
 const std::vector<Property>& properties();
 const Property* find_property(const std::string& name);

@@ -60,8 +60,6 @@ struct Variant {
   std::string description;
   CheckpointOptions options;
   bool is_mutant = false;
-  // Why the present properties cannot kill this mutant yet; empty when they can.
-  std::string not_yet_killable;
 };
 
 // Every named variant, the correct ones first.

@@ -1,0 +1,129 @@
+#include "core/memory.h"
+
+#include <atomic>
+#include <mutex>
+#include <stdexcept>
+
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+
+#include "core/torch_compat.h"
+
+namespace recheck::memory {
+
+namespace {
+
+// Above the default CPU allocator's priority (0), so that installing takes effect; restoring
+// uses the same priority.
+constexpr uint8_t kPriority = 100;
+
+thread_local bool t_uncounted = false;
+
+class CountingAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t n) RECHECK_ALLOCATE_CONST override {
+    c10::DataPtr inner = previous_->allocate(n);
+    if (t_uncounted) return inner;
+    void* data = inner.get();
+    const c10::Device device = inner.device();
+    auto* context = new Context{std::move(inner), static_cast<int64_t>(n)};
+    add(context->bytes);
+    return {data, context, &CountingAllocator::free_counted, device};
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+#if RECHECK_ALLOCATOR_HAS_COPY_DATA
+  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
+#endif
+
+  void install() {
+    previous_ = c10::GetCPUAllocator();
+    c10::SetCPUAllocator(this, kPriority);
+  }
+  void uninstall() { c10::SetCPUAllocator(previous_, kPriority); }
+
+  int64_t current() const { return current_.load(); }
+  int64_t peak() const { return peak_.load(); }
+  void reset_peak() { peak_.store(current_.load()); }
+
+  void start_timeline(size_t limit) {
+    std::lock_guard<std::mutex> lock(timeline_mutex_);
+    timeline_.clear();
+    timeline_limit_ = limit;
+    recording_ = true;
+  }
+  std::vector<int64_t> stop_timeline() {
+    std::lock_guard<std::mutex> lock(timeline_mutex_);
+    recording_ = false;
+    return std::move(timeline_);
+  }
+
+ private:
+  struct Context {
+    c10::DataPtr inner;  // frees the bytes when the context is deleted
+    int64_t bytes;
+  };
+
+  static void free_counted(void* context) {
+    auto* c = static_cast<Context*>(context);
+    instance().add(-c->bytes);
+    delete c;
+  }
+
+  void add(int64_t bytes) const {
+    const int64_t now = current_.fetch_add(bytes) + bytes;
+    int64_t seen = peak_.load();
+    while (now > seen && !peak_.compare_exchange_weak(seen, now)) {
+    }
+    if (recording_.load(std::memory_order_relaxed)) {
+      std::lock_guard<std::mutex> lock(timeline_mutex_);
+      if (recording_ && timeline_.size() < timeline_limit_) timeline_.push_back(now);
+    }
+  }
+
+ public:
+  static CountingAllocator& instance() {
+    static CountingAllocator* allocator = new CountingAllocator();  // never destroyed: frees may come late
+    return *allocator;
+  }
+
+ private:
+  c10::Allocator* previous_ = nullptr;
+  mutable std::atomic<int64_t> current_{0};
+  mutable std::atomic<int64_t> peak_{0};
+  mutable std::mutex timeline_mutex_;
+  mutable std::vector<int64_t> timeline_;
+  size_t timeline_limit_ = 0;
+  mutable std::atomic<bool> recording_{false};
+};
+
+bool g_installed = false;
+
+}  // namespace
+
+CpuProbe::CpuProbe() {
+  if (g_installed) throw std::logic_error("recheck::memory::CpuProbe: a probe is already installed");
+  g_installed = true;
+  CountingAllocator::instance().install();
+  CountingAllocator::instance().reset_peak();
+}
+
+CpuProbe::~CpuProbe() {
+  CountingAllocator::instance().uninstall();
+  g_installed = false;
+}
+
+int64_t CpuProbe::current() const { return CountingAllocator::instance().current(); }
+int64_t CpuProbe::peak() const { return CountingAllocator::instance().peak(); }
+void CpuProbe::reset_peak() { CountingAllocator::instance().reset_peak(); }
+void CpuProbe::start_timeline(size_t limit) { CountingAllocator::instance().start_timeline(limit); }
+std::vector<int64_t> CpuProbe::stop_timeline() { return CountingAllocator::instance().stop_timeline(); }
+
+Uncounted::Uncounted() : previous_(t_uncounted) { t_uncounted = true; }
+Uncounted::~Uncounted() { t_uncounted = previous_; }
+
+int64_t cuda_current() { return compat::cuda_allocated_bytes().first; }
+int64_t cuda_peak() { return compat::cuda_allocated_bytes().second; }
+void cuda_reset_peak() { compat::cuda_reset_peak_allocated_bytes(); }
+
+}  // namespace recheck::memory

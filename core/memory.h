@@ -1,0 +1,49 @@
+// Memory probes: exact byte counts of what a run allocates, on CPU through a counting allocator
+// installed for the duration of a run, on CUDA through the caching allocator's statistics.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace recheck::memory {
+
+// Installs a counting CPU allocator in front of the one in place, for the lifetime of the
+// object, and restores the previous one after. At most one is alive at a time. Only what is
+// allocated while it is installed is counted, and freed bytes are subtracted whenever they are
+// freed, installed or not.
+class CpuProbe {
+ public:
+  CpuProbe();
+  ~CpuProbe();
+  CpuProbe(const CpuProbe&) = delete;
+  CpuProbe& operator=(const CpuProbe&) = delete;
+
+  int64_t current() const;  // bytes allocated and not yet freed
+  int64_t peak() const;     // the most `current` has been since the last reset_peak
+  void reset_peak();
+
+  // Records `current` after every allocation and free until stop_timeline(), at most `limit`
+  // points (later events are dropped).
+  void start_timeline(size_t limit = 1 << 20);
+  std::vector<int64_t> stop_timeline();
+};
+
+// While alive, CPU allocations on this thread are not counted (the harness's own records).
+class Uncounted {
+ public:
+  Uncounted();
+  ~Uncounted();
+  Uncounted(const Uncounted&) = delete;
+  Uncounted& operator=(const Uncounted&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// The CUDA caching allocator's allocated bytes on the current device: current, and peak since
+// the last reset. Throws on a build without CUDA.
+int64_t cuda_current();
+int64_t cuda_peak();
+void cuda_reset_peak();
+
+}  // namespace recheck::memory
