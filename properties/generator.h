@@ -30,6 +30,23 @@ Case draw_case(const GenOptions& options, uint64_t seed);
 // distribution is measured in (tests/generator_test.cpp, the README).
 std::vector<std::string> case_features(const Case& c);
 
+// The synthetic analogue of the PR's measurement (`recheck memory`): `layers` checkpointed
+// layers over `streams` residual streams of [seq, hidden]. Each layer is
+// `checkpoint(s_1..s_S, W_l){ stash(s_k) for each k; a = tanh(s_1 @ W_l); return s_k + a }`,
+// so every layer keeps its (detached, in backward) stream inputs reachable the way a module
+// caching its input does. The streams start from one input that requires grad, so each
+// stashed stream input holds a [seq, hidden] .grad in the non-clearing function.
+struct ResidualStreamOptions {
+  int layers = 2;
+  int streams = 4;
+  int64_t seq = 64;
+  int64_t hidden = 32;
+  DType dtype = DType::float32;
+  int iterations = 2;
+  std::string device = "cpu";
+};
+Case residual_stream_case(const ResidualStreamOptions& options);
+
 // How RapidCheck prints a counterexample: the indented graph.
 void showValue(const Case& c, std::ostream& os);
 

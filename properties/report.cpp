@@ -57,6 +57,22 @@ Hunt hunt(CheckpointImplementation& oracle, CheckpointImplementation& mutant, co
   return h;
 }
 
+bool leaf_adopts_returned_gradient(const std::string& variant) {
+  at::Tensor leaf = at::randn({8, 8});
+  leaf.set_requires_grad(true);
+  const void* returned = nullptr;
+  leaf.register_hook([&returned](const at::Tensor& grad) { returned = grad.data_ptr(); });
+  auto checkpoint = make_checkpoint(variant);
+  Values kept;  // the body keeps its input past backward, as a module caching it does
+  const RunFunction body = [&kept](const Values& inputs) {
+    kept = inputs;
+    return Values{at::tanh(as_tensor(inputs.at(0)))};
+  };
+  const Values outputs = checkpoint->apply(body, /*distribute_saved_activations=*/false, {leaf});
+  as_tensor(outputs.at(0)).sum().backward();
+  return leaf.grad().defined() && leaf.grad().data_ptr() == returned;
+}
+
 std::string describe_results(const std::vector<PropertyResult>& results) {
   std::ostringstream out;
   for (const PropertyResult& r : results) {

@@ -38,6 +38,12 @@ struct Hunt {
 Hunt hunt(CheckpointImplementation& oracle, CheckpointImplementation& mutant, const GenOptions& options,
           uint64_t first_seed, int64_t budget);
 
+// Whether autograd adopts the gradient that `variant`'s backward returns for a leaf argument
+// as the leaf's .grad (no copy), when the body keeps its (detached) input alive past backward:
+// it may once the detached input no longer holds that gradient. Measured on the running
+// libtorch, on CPU.
+bool leaf_adopts_returned_gradient(const std::string& variant);
+
 // Prints each property's verdicts and evidence, one block per property.
 std::string describe_results(const std::vector<PropertyResult>& results);
 

@@ -102,4 +102,22 @@ TEST(Cli, bench_prints_rates_and_the_cost_ratio) {
   EXPECT_NE(r.output.find("check-to-eager cost ratio"), std::string::npos) << r.output;
 }
 
+TEST(Cli, memory_prints_floors_writes_the_picture_and_fails_no_clear) {
+  const std::string svg = ::testing::TempDir() + "/memory.svg";
+  const std::string json_path = ::testing::TempDir() + "/memory.json";
+  std::remove(svg.c_str());
+  const Result ok = run("memory --layers 2 --streams 2 --seq 8 --hidden 4 --svg " + svg + " --json " + json_path);
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  // 2 layers x 2 streams x [8, 4] float32 gradients of 128 bytes: 512 bytes freed, 256 per layer.
+  EXPECT_NE(ok.output.find("256.0 bytes freed at the floor (predicted 256.0"), std::string::npos) << ok.output;
+  std::ifstream picture(svg);
+  const std::string text((std::istreambuf_iterator<char>(picture)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("<polyline"), std::string::npos);
+  const Result bad = run("memory --layers 2 --streams 2 --seq 8 --hidden 4 --svg '' --sut no-clear");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("FAIL"), std::string::npos) << bad.output;
+  const Result usage = run("memory --dtype int8");
+  EXPECT_EQ(usage.exit_code, 2) << usage.output;
+}
+
 }  // namespace

@@ -1,0 +1,144 @@
+// Memory: the counting allocator, grad-released and memory-floor on the residual-stream model,
+// and the gradient adoption effect. The CUDA tests (suite Gpu*) carry the CTest label `gpu`
+// and skip, saying so, without a GPU.
+#include <gtest/gtest.h>
+
+#include <c10/core/CPUAllocator.h>
+
+#include "core/memory.h"
+#include "core/torch_compat.h"
+#include "properties/report.h"
+
+namespace recheck {
+namespace {
+
+TEST(CpuProbe, counts_exact_bytes_and_restores_the_allocator) {
+  c10::Allocator* before = c10::GetCPUAllocator();
+  {
+    memory::CpuProbe probe;
+    EXPECT_NE(c10::GetCPUAllocator(), before);
+    const int64_t start = probe.current();
+    {
+      at::Tensor t = at::empty({1000}, at::kFloat);
+      EXPECT_EQ(probe.current() - start, 4000);
+      {
+        memory::Uncounted uncounted;
+        at::Tensor not_counted = at::empty({500}, at::kDouble);
+        EXPECT_EQ(probe.current() - start, 4000);
+      }
+    }
+    EXPECT_EQ(probe.current(), start);
+    EXPECT_EQ(probe.peak() - start, 4000);
+    probe.reset_peak();
+    EXPECT_EQ(probe.peak(), start);
+  }
+  EXPECT_EQ(c10::GetCPUAllocator(), before);
+}
+
+TEST(CpuProbe, refuses_a_second_probe) {
+  memory::CpuProbe probe;
+  EXPECT_THROW(memory::CpuProbe second, std::logic_error);
+}
+
+TEST(CpuProbe, records_a_timeline_of_every_allocation_and_free) {
+  memory::CpuProbe probe;
+  const int64_t start = probe.current();
+  probe.start_timeline();
+  { at::Tensor t = at::empty({10}, at::kFloat); }
+  const std::vector<int64_t> timeline = probe.stop_timeline();
+  ASSERT_EQ(timeline.size(), 2u);
+  EXPECT_EQ(timeline[0] - start, 40);
+  EXPECT_EQ(timeline[1], start);
+}
+
+ResidualStreamOptions small_model() {
+  ResidualStreamOptions model;
+  model.layers = 3;
+  model.streams = 2;
+  model.seq = 16;
+  model.hidden = 8;
+  return model;
+}
+
+TEST(MemoryFloor, clearing_frees_exactly_the_grad_bytes_of_the_stashed_stream_inputs) {
+  const ResidualStreamOptions model = small_model();
+  const Case c = residual_stream_case(model);
+  auto oracle = make_checkpoint("nonclearing");
+  auto clearing = make_checkpoint("clearing");
+  const Observations o = run_case(c, *oracle);
+  const Observations s = run_case(c, *clearing);
+  ASSERT_FALSE(o.error);
+  ASSERT_FALSE(s.error);
+  // Every layer's stream inputs hold a [seq, hidden] float32 .grad in the oracle.
+  const int64_t expected = int64_t{model.layers} * model.streams * model.seq * model.hidden * 4;
+  for (size_t i = 0; i < s.iterations.size(); ++i) {
+    const MemoryRecord& ms = s.iterations[i].memory;
+    const MemoryRecord& mo = o.iterations[i].memory;
+    ASSERT_TRUE(ms.measured && mo.measured);
+    EXPECT_EQ(mo.stashed_detached_grad_bytes, expected) << "iteration " << i;
+    EXPECT_EQ(mo.stashed_detached_grads, model.layers * model.streams);
+    EXPECT_EQ(mo.floor - ms.floor, expected) << "iteration " << i;
+    EXPECT_EQ(ms.stashed_detached_grad_bytes, 0);
+    EXPECT_LE(ms.peak, mo.peak);
+  }
+}
+
+Classification classification_of(const CaseResult& result, const std::string& property) {
+  for (const PropertyResult& r : result.results) {
+    if (r.property == property) return r.classification;
+  }
+  ADD_FAILURE() << "no property " << property;
+  return Classification::pass;
+}
+
+TEST(MemoryFloor, grad_released_and_memory_floor_tell_no_clear_from_clearing) {
+  const Case c = residual_stream_case(small_model());
+  auto oracle = make_checkpoint("nonclearing");
+  for (const char* variant : {"clearing", "no-clear"}) {
+    auto sut = make_checkpoint(variant);
+    const CaseResult result = check_case(c, *oracle, *sut);
+    const Classification expected = std::string(variant) == "clearing" ? Classification::pass : Classification::regression;
+    EXPECT_EQ(classification_of(result, "grad-released"), expected) << variant;
+    EXPECT_EQ(classification_of(result, "memory-floor"), expected) << variant;
+    // Nothing else can tell them apart: no-clear computes exactly what clearing does.
+    for (const PropertyResult& r : result.results) {
+      if (r.property != "grad-released" && r.property != "memory-floor") {
+        EXPECT_EQ(r.classification, Classification::pass) << variant << " " << r.property;
+      }
+    }
+  }
+}
+
+TEST(GradientAdoption, nonclearing_cannot_adopt_while_the_detached_input_holds_the_gradient) {
+  EXPECT_FALSE(leaf_adopts_returned_gradient("nonclearing"));
+  // Whether clearing lets the engine adopt it depends on the libtorch; recorded, and printed
+  // by `recheck memory`.
+  RecordProperty("clearing_adopts", leaf_adopts_returned_gradient("clearing") ? "yes" : "no");
+}
+
+TEST(Gpu, memory_floor_on_cuda_is_within_the_allocator_rounding) {
+  if (!compat::cuda_available()) GTEST_SKIP() << "no CUDA device in this build or on this machine";
+  ResidualStreamOptions model = small_model();
+  model.device = "cuda";
+  const Case c = residual_stream_case(model);
+  auto oracle = make_checkpoint("nonclearing");
+  auto clearing = make_checkpoint("clearing");
+  const CaseResult result = check_case(c, *oracle, *clearing);
+  for (const PropertyResult& r : result.results) {
+    EXPECT_FALSE(is_alarm(r.classification)) << r.property << ": " << r.sut.describe();
+  }
+  EXPECT_EQ(classification_of(result, "memory-floor"), Classification::pass);
+}
+
+TEST(Gpu, generated_cases_raise_no_alarm_on_cuda) {
+  if (!compat::cuda_available()) GTEST_SKIP() << "no CUDA device in this build or on this machine";
+  GenOptions options;
+  options.device = "cuda";
+  auto oracle = make_checkpoint("nonclearing");
+  auto clearing = make_checkpoint("clearing");
+  const Hunt h = hunt(*oracle, *clearing, options, 1, 100);
+  EXPECT_FALSE(h.killed) << h.property << " " << to_string(h.classification) << " on draw seed " << h.draw_seed;
+}
+
+}  // namespace
+}  // namespace recheck
