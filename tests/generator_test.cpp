@@ -61,10 +61,12 @@ RC_GTEST_PROP(Properties, grads_match_eager, ()) { check_generated_case("grads-m
 RC_GTEST_PROP(Properties, rng_restored, ()) { check_generated_case("rng-restored", "clearing"); }
 RC_GTEST_PROP(Properties, errors_match, ()) { check_generated_case("errors-match", "clearing"); }
 RC_GTEST_PROP(Properties, no_side_effects, ()) { check_generated_case("no-side-effects", "clearing"); }
+RC_GTEST_PROP(Properties, grad_released, ()) { check_generated_case("grad-released", "clearing"); }
+RC_GTEST_PROP(Properties, memory_floor, ()) { check_generated_case("memory-floor", "clearing"); }
 
 TEST(Properties, every_property_has_a_rapidcheck_test) {
   // Keeps the list above complete when a property is added.
-  EXPECT_EQ(properties().size(), 7u);
+  EXPECT_EQ(properties().size(), 9u);
 }
 
 // Shrinking, end to end: a mutant fails the property, RapidCheck shrinks the case, the file
