@@ -44,12 +44,14 @@ inline at::Generator default_cuda_generator() {
 }
 
 // The caching allocator's allocated bytes on the current device: (current, peak since reset).
-// The same call in 1.13 and 2.x; the stat arrays are indexed by StatType::AGGREGATE.
+// The same call in 1.13 and 2.x. StatType moved namespaces between them (1.13:
+// c10::cuda::CUDACachingAllocator, 2.x: c10::CachingAllocator), but AGGREGATE is 0 in both.
 inline std::pair<int64_t, int64_t> cuda_allocated_bytes() {
 #if defined(RECHECK_WITH_CUDA)
-  const int device = c10::cuda::current_device();
+  constexpr size_t kAggregate = 0;
+  const auto device = c10::cuda::current_device();
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
-  const auto& bytes = stats.allocated_bytes[static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)];
+  const auto& bytes = stats.allocated_bytes[kAggregate];
   return {bytes.current, bytes.peak};
 #else
   throw std::runtime_error("this build of recheck has no CUDA support (configure with a CUDA-enabled libtorch)");
