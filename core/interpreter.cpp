@@ -73,6 +73,7 @@ class Interpreter {
   void start_iteration(int i) {
     iteration = i;
     watched_.clear();
+    produced_->clear();
   }
 
   std::vector<std::string> recomputation_inputs_holding_grad() const {
@@ -84,6 +85,29 @@ class Interpreter {
       const at::Tensor& grad = input.grad();
       if (!grad.defined()) continue;
       held.push_back(w.where + ": .grad of " + std::to_string(grad.storage().nbytes()) + " bytes");
+    }
+    return held;
+  }
+
+  // Every gradient storage that reached a recomputation input and is still alive after the
+  // iteration although neither a case leaf's .grad nor a live recomputation input's .grad
+  // holds it, as "root.ops[2] input 0: gradient of 48 bytes held elsewhere".
+  std::vector<std::string> produced_gradients_held_elsewhere(const std::vector<at::Tensor>& case_leaves) const {
+    std::unordered_set<const c10::StorageImpl*> accounted;
+    for (const at::Tensor& leaf : case_leaves) {
+      if (leaf.grad().defined()) accounted.insert(leaf.grad().storage().unsafeGetStorageImpl());
+    }
+    for (const Watched& w : watched_) {
+      auto impl = w.input.lock();
+      if (!impl) continue;
+      const at::Tensor input(std::move(impl));
+      if (input.grad().defined()) accounted.insert(input.grad().storage().unsafeGetStorageImpl());
+    }
+    std::vector<std::string> held;
+    for (const Produced& p : *produced_) {
+      auto storage = p.storage.lock();
+      if (!storage || accounted.count(storage.get())) continue;
+      held.push_back(p.where + ": gradient of " + std::to_string(storage->nbytes()) + " bytes held elsewhere");
     }
     return held;
   }
@@ -145,12 +169,26 @@ class Interpreter {
     std::string where;
     c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> input;
   };
+  struct Produced {
+    std::string where;
+    c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+  };
 
   void watch_recomputation_inputs(const std::string& site, const Values& inputs) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (!is_tensor(inputs[i])) continue;
-      c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> weak(as_tensor(inputs[i]).getIntrusivePtr());
-      watched_.push_back(Watched{site + " input " + std::to_string(i), std::move(weak)});
+      const at::Tensor& input = as_tensor(inputs[i]);
+      const std::string where = site + " input " + std::to_string(i);
+      c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> weak(input.getIntrusivePtr());
+      watched_.push_back(Watched{where, std::move(weak)});
+      if (input.requires_grad()) {
+        // The gradient autograd hands this input (which it stores as its .grad), watched by a
+        // weak reference to its storage; the hook keeps no reference to the gradient.
+        std::shared_ptr<std::vector<Produced>> produced = produced_;
+        input.register_hook([produced, where](const at::Tensor& grad) {
+          if (grad.defined()) produced->push_back(Produced{where, grad.storage().getWeakStorageImpl()});
+        });
+      }
     }
   }
 
@@ -303,6 +341,7 @@ class Interpreter {
   std::map<const Stash*, Value> stash_;
   int recomputing_ = 0;  // recomputations in progress
   std::vector<Watched> watched_;  // this iteration's recomputation inputs
+  std::shared_ptr<std::vector<Produced>> produced_ = std::make_shared<std::vector<Produced>>();
 };
 
 // Distinct, fixed weights per output, so that each output's gradient is told apart.
@@ -402,6 +441,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
           interpreter.stashed_detached_grads(leaves);
     }
     record.detached_inputs_holding_grad = interpreter.recomputation_inputs_holding_grad();
+    record.gradients_held_elsewhere = interpreter.produced_gradients_held_elsewhere(leaves);
     for (const at::Tensor& leaf : leaves) {
       record.leaf_grads.push_back(clone_for_record(leaf.grad()));
       record.leaf_data.push_back(clone_for_record(leaf));

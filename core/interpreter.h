@@ -36,6 +36,9 @@ struct IterationRecord {
   // Every recomputation input still alive after the iteration that holds a `.grad`, as
   // "root.ops[2] input 0: .grad of 48 bytes" (watched through weak references).
   std::vector<std::string> detached_inputs_holding_grad;
+  // Every gradient that autograd handed a recomputation input and that is still alive although
+  // neither a leaf's .grad nor a live recomputation input holds it (weak references).
+  std::vector<std::string> gradients_held_elsewhere;
 };
 
 struct ErrorRecord {

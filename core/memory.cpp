@@ -26,7 +26,7 @@ class CountingAllocator final : public c10::Allocator {
     if (t_uncounted) return inner;
     void* data = inner.get();
     const c10::Device device = inner.device();
-    auto* context = new Context{std::move(inner), static_cast<int64_t>(n)};
+    auto* context = new Context{std::move(inner), static_cast<int64_t>(n), epoch_.load()};
     add(context->bytes);
     return {data, context, &CountingAllocator::free_counted, device};
   }
@@ -41,6 +41,13 @@ class CountingAllocator final : public c10::Allocator {
     c10::SetCPUAllocator(this, kPriority);
   }
   void uninstall() { c10::SetCPUAllocator(previous_, kPriority); }
+
+  // A new probe: counts start from zero.
+  void begin_epoch() {
+    ++epoch_;
+    current_.store(0);
+    peak_.store(0);
+  }
 
   int64_t current() const { return current_.load(); }
   int64_t peak() const { return peak_.load(); }
@@ -62,11 +69,14 @@ class CountingAllocator final : public c10::Allocator {
   struct Context {
     c10::DataPtr inner;  // frees the bytes when the context is deleted
     int64_t bytes;
+    uint64_t epoch;      // the probe that counted them
   };
 
+  // Bytes an earlier probe counted are that probe's business: freeing them late (something
+  // kept them past its run) must not lower this probe's count.
   static void free_counted(void* context) {
     auto* c = static_cast<Context*>(context);
-    instance().add(-c->bytes);
+    if (c->epoch == instance().epoch_.load()) instance().add(-c->bytes);
     delete c;
   }
 
@@ -95,6 +105,7 @@ class CountingAllocator final : public c10::Allocator {
   mutable std::vector<int64_t> timeline_;
   size_t timeline_limit_ = 0;
   mutable std::atomic<bool> recording_{false};
+  std::atomic<uint64_t> epoch_{0};
 };
 
 bool g_installed = false;
@@ -105,7 +116,7 @@ CpuProbe::CpuProbe() {
   if (g_installed) throw std::logic_error("recheck::memory::CpuProbe: a probe is already installed");
   g_installed = true;
   CountingAllocator::instance().install();
-  CountingAllocator::instance().reset_peak();
+  CountingAllocator::instance().begin_epoch();
 }
 
 CpuProbe::~CpuProbe() {

@@ -8,9 +8,9 @@
 namespace recheck::memory {
 
 // Installs a counting CPU allocator in front of the one in place, for the lifetime of the
-// object, and restores the previous one after. At most one is alive at a time. Only what is
-// allocated while it is installed is counted, and freed bytes are subtracted whenever they are
-// freed, installed or not.
+// object, and restores the previous one after. At most one is alive at a time. It counts what
+// is allocated while it is installed, less what of that is freed; bytes an earlier probe
+// counted do not show, even when they are freed during this one.
 class CpuProbe {
  public:
   CpuProbe();
@@ -18,7 +18,7 @@ class CpuProbe {
   CpuProbe(const CpuProbe&) = delete;
   CpuProbe& operator=(const CpuProbe&) = delete;
 
-  int64_t current() const;  // bytes allocated and not yet freed
+  int64_t current() const;  // bytes this probe counted and that are not yet freed
   int64_t peak() const;     // the most `current` has been since the last reset_peak
   void reset_peak();
 

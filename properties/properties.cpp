@@ -204,6 +204,11 @@ Verdict grad_released(const Observations& subject, const Runs&) {
                            std::to_string(held.size()) + " recomputation input(s) still hold a .grad, first " +
                                held.front());
     }
+    const auto& elsewhere = subject.iterations[i].gradients_held_elsewhere;
+    if (!elsewhere.empty()) {
+      return Verdict::fail("after " + at_iteration(i), std::nullopt,
+                           std::to_string(elsewhere.size()) + " gradient(s) not freed, first " + elsewhere.front());
+    }
   }
   return Verdict::pass();
 }

@@ -121,6 +121,12 @@ struct LiveDetachedInputs {
   LiveDetachedInputs& operator=(const LiveDetachedInputs&) = delete;
 };
 
+// The mutant keep_last_grads: "the last gradients, for debugging", kept until the next backward.
+variable_list& last_collected_grads() {
+  static variable_list grads;
+  return grads;
+}
+
 void reset_grads(const Values& tensors, const CheckpointOptions& options) {
   for (const Value& input : tensors) {
     if (!is_tensor(input)) continue;
@@ -286,6 +292,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       if (is_tensor(input)) grads.push_back(as_tensor(input).grad());
     }
     if (options.clear_detached_grads && !options.clear_before_collect) clear_detached_grads();
+    if (options.keep_last_grads) last_collected_grads() = grads;
     if (!options.leave_flag_set) set_checkpointing(false);
     return grads;
   }
@@ -340,6 +347,8 @@ const std::vector<Variant>& variants() {
              &CheckpointOptions::distributed_input_not_restored),
       mutant("grads-paired-unfiltered", "keeps the outputs that require grad but pairs them with the unfiltered grads",
              &CheckpointOptions::grads_paired_unfiltered),
+      mutant("keeps-last-grads", "keeps the last collected gradients alive, as a debugging aid",
+             &CheckpointOptions::keep_last_grads),
       // The oracle under another name: only the change's own claims, grad-released and
       // memory-floor, can tell it from clearing.
       {"no-clear", "mutant: the change left out", CheckpointOptions{/*clear_detached_grads=*/false}, /*is_mutant=*/true},

@@ -53,6 +53,7 @@ struct CheckpointOptions {
   bool args_remerged_out_of_order = false;        // tensors first, then the non-tensors
   bool distributed_input_not_restored = false;    // no gather of args[0] before recompute
   bool grads_paired_unfiltered = false;           // outputs filtered, their grads not
+  bool keep_last_grads = false;                   // keeps the last collected grads (a debug aid)
 };
 
 struct Variant {

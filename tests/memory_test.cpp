@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <c10/core/CPUAllocator.h>
+#include <nlohmann/json.hpp>
 
 #include "core/memory.h"
 #include "core/torch_compat.h"
@@ -106,6 +107,25 @@ TEST(MemoryFloor, grad_released_and_memory_floor_tell_no_clear_from_clearing) {
         EXPECT_EQ(r.classification, Classification::pass) << variant << " " << r.property;
       }
     }
+  }
+}
+
+TEST(GradReleased, tells_a_gradient_kept_alive_outside_the_recomputation_inputs) {
+  // A checkpoint of a leaf whose body keeps nothing: only the variant's own cache can hold the
+  // gradient after backward.
+  const Case c = case_from_json(nlohmann::json::parse(R"({"format": "recheck-case", "version": 1, "seed": 1,
+    "dtype": "float32", "device": "cpu", "iterations": 1,
+    "leaves": [{"shape": [3, 4], "requires_grad": true, "fill": "randn"}],
+    "root": {"ops": [{"op": "checkpoint", "distribute": false, "args": [{"ref": 0}], "body": {
+      "ops": [{"op": "unary", "fn": "tanh", "x": 0}], "outputs": [1]}}], "outputs": [1]}})"));
+  auto oracle = make_checkpoint("nonclearing");
+  auto keeper = make_checkpoint("keeps-last-grads");
+  const CaseResult result = check_case(c, *oracle, *keeper);
+  for (const PropertyResult& r : result.results) {
+    if (r.property != "grad-released") continue;
+    EXPECT_EQ(r.classification, Classification::regression);
+    EXPECT_NE(r.sut.describe().find("root.ops[0] input 0: gradient of 48 bytes held elsewhere"), std::string::npos)
+        << r.sut.describe();
   }
 }
 
