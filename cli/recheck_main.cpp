@@ -142,15 +142,20 @@ options:
   --quiet           no progress lines
 )";
 
-const char* kReproHelp = R"(usage: recheck repro CASE.json [--sut NAME] [--oracle NAME] [--json FILE]
+const char* kReproHelp = R"(usage: recheck repro CASE.json [--sut NAME] [--oracle NAME] [--json FILE] [--limits LIST]
 
 Replays one case (eager, oracle, sut) and prints the graph, then each property's verdict with
 its evidence. Exit code 1 when a property shows a regression or a divergence.
+
+--limits name=value,...  raises or lowers the limits a case file is held to; the names and
+                         defaults: file_bytes=67108864, ops=100000, depth=64,
+                         leaf_elements=16777216, leaf_bytes=1073741824, iterations=100
 )";
 
-const char* kShowHelp = R"(usage: recheck show CASE.json
+const char* kShowHelp = R"(usage: recheck show CASE.json [--limits LIST]
 
 Prints the case's graph as indented text: leaves, ops, checkpoint bodies (marked with |).
+--limits as for `recheck repro`.
 )";
 
 std::atomic<bool> g_interrupted{false};
@@ -299,7 +304,8 @@ int command_run(const Args& args) {
 
 Case load_positional_case(const Args& args, const char* command) {
   if (args.positional().size() != 1) throw UsageError(std::string(command) + " takes one case file");
-  return load_case_file(args.positional()[0]);
+  const Limits limits = args.has("limits") ? parse_limits(args.get("limits", "")) : Limits{};
+  return load_case_file(args.positional()[0], limits);
 }
 
 int command_repro(const Args& args) {
@@ -726,8 +732,8 @@ int main(int argc, char** argv) {
       return command_run(Args(argc, argv, 2, {"help", "quiet"},
                               {"sut", "oracle", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json"}));
     }
-    if (command == "repro") return command_repro(Args(argc, argv, 2, {"help"}, {"sut", "oracle", "json"}));
-    if (command == "show") return command_show(Args(argc, argv, 2, {"help"}, {}));
+    if (command == "repro") return command_repro(Args(argc, argv, 2, {"help"}, {"sut", "oracle", "json", "limits"}));
+    if (command == "show") return command_show(Args(argc, argv, 2, {"help"}, {"limits"}));
     if (command == "variants") return command_variants(Args(argc, argv, 2, {"help"}, {}));
     if (command == "mutants") {
       stop_on_interrupt();

@@ -209,7 +209,18 @@ json segment_to_json(const Segment& segment) {
   return {{"ops", std::move(ops)}, {"outputs", segment.outputs}};
 }
 
-Segment segment_from_json(const Reader& r);
+// What reading one case has counted so far, against its limits.
+struct ParseContext {
+  const Limits& limits;
+  int64_t ops = 0;
+};
+
+std::string over_limit(const std::string& what, int64_t value, const char* limit, int64_t bound) {
+  return what + " " + std::to_string(value) + " is over the limit " + limit + "=" + std::to_string(bound) +
+         " (raise it with --limits " + limit + "=N)";
+}
+
+Segment segment_from_json(const Reader& r, ParseContext& context, int depth);
 
 Arg arg_from_json(const Reader& r) {
   if (r.node().is_null()) return None{};
@@ -224,7 +235,7 @@ Arg arg_from_json(const Reader& r) {
   r.fail("null or an object with one of \"ref\", \"int\", \"float\", \"bool\", \"str\"");
 }
 
-Op op_from_json(const Reader& r) {
+Op op_from_json(const Reader& r, ParseContext& context, int depth) {
   static const char* const kOpNames =
       "one of \"unary\", \"binary\", \"matmul\", \"view\", \"inplace\", \"reduce\", \"argmax\", "
       "\"random\", \"stash\", \"raise\", \"checkpoint\", \"fork\"";
@@ -288,7 +299,7 @@ Op op_from_json(const Reader& r) {
     Fork op;
     op.tracker_state = r.field("tracker_state").string();
     for (const Reader& arg : r.field("args").items()) op.args.push_back(value_ref(arg));
-    op.body = segment_from_json(r.field("body"));
+    op.body = segment_from_json(r.field("body"), context, depth + 1);
     return op;
   }
   if (kind == "checkpoint") {
@@ -296,24 +307,30 @@ Op op_from_json(const Reader& r) {
     Checkpoint op;
     op.distribute = r.field("distribute").boolean();
     for (const Reader& arg : r.field("args").items()) op.args.push_back(arg_from_json(arg));
-    op.body = segment_from_json(r.field("body"));
+    op.body = segment_from_json(r.field("body"), context, depth + 1);
     return op;
   }
   kind_reader.fail(kOpNames);
 }
 
-Segment segment_from_json(const Reader& r) {
+Segment segment_from_json(const Reader& r, ParseContext& context, int depth) {
+  // Checked before reading further, so that deep nesting cannot exhaust the stack.
+  if (depth > context.limits.depth) {
+    throw CaseError(r.path() + ": " + over_limit("nesting depth", depth, "depth", context.limits.depth));
+  }
   r.only({"ops", "outputs"});
   Segment segment;
-  for (const Reader& op : r.field("ops").items()) segment.ops.push_back(op_from_json(op));
+  for (const Reader& op : r.field("ops").items()) {
+    if (++context.ops > context.limits.ops) {
+      throw CaseError(op.path() + ": " + over_limit("op count", context.ops, "ops", context.limits.ops));
+    }
+    segment.ops.push_back(op_from_json(op, context, depth));
+  }
   for (const Reader& out : r.field("outputs").items()) segment.outputs.push_back(value_ref(out));
   return segment;
 }
 
 // ---- validation ----
-
-constexpr int kMaxDepth = 64;
-constexpr int64_t kMaxLeafElements = int64_t{1} << 24;
 
 void validate_ref(int ref, int available, const std::string& path) {
   if (ref < 0 || ref >= available) {
@@ -322,8 +339,8 @@ void validate_ref(int ref, int available, const std::string& path) {
   }
 }
 
-void validate_segment(const Segment& segment, int input_count, int depth, const std::string& path) {
-  if (depth > kMaxDepth) throw CaseError(path + ": checkpoints nested deeper than " + std::to_string(kMaxDepth));
+void validate_segment(const Segment& segment, int input_count, int depth, const std::string& path, const Limits& limits) {
+  if (depth > limits.depth) throw CaseError(path + ": " + over_limit("nesting depth", depth, "depth", limits.depth));
   int available = input_count;
   for (size_t i = 0; i < segment.ops.size(); ++i) {
     const Op& op = segment.ops[i];
@@ -335,12 +352,12 @@ void validate_segment(const Segment& segment, int input_count, int depth, const 
         }
       }
       validate_segment(*checkpoint->body, static_cast<int>(checkpoint->args.size()), depth + 1,
-                       op_path + ".body");
+                       op_path + ".body", limits);
     } else if (const auto* fork = std::get_if<Fork>(&op)) {
       for (size_t a = 0; a < fork->args.size(); ++a) {
         validate_ref(fork->args[a], available, op_path + ".args[" + std::to_string(a) + "]");
       }
-      validate_segment(*fork->body, static_cast<int>(fork->args.size()), depth + 1, op_path + ".body");
+      validate_segment(*fork->body, static_cast<int>(fork->args.size()), depth + 1, op_path + ".body", limits);
     } else {
       for (int ref : op_inputs(op)) validate_ref(ref, available, op_path);
     }
@@ -570,7 +587,7 @@ json to_json(const Case& c) {
   return j;
 }
 
-Case case_from_json(const json& j) {
+Case case_from_json(const json& j, const Limits& limits) {
   const Reader r(j, "case");
   r.only({"format", "version", "seed", "dtype", "device", "iterations", "leaves", "root", "note"});
   if (r.field("format").string() != "recheck-case") r.field("format").fail("\"recheck-case\"");
@@ -588,37 +605,111 @@ Case case_from_json(const json& j) {
   }
   c.device = r.field("device").string();
   if (c.device != "cpu" && c.device != "cuda") r.field("device").fail("\"cpu\" or \"cuda\"");
-  c.iterations = static_cast<int>(r.field("iterations").integer(1, 100));
+  const int64_t iterations = r.field("iterations").integer(1, INT32_MAX);
+  if (iterations > limits.iterations) {
+    throw CaseError("case.iterations: " + over_limit("iteration count", iterations, "iterations", limits.iterations));
+  }
+  c.iterations = static_cast<int>(iterations);
+  int64_t leaf_bytes = 0;
   for (const Reader& leaf_reader : r.field("leaves").items()) {
     leaf_reader.only({"shape", "dtype", "requires_grad", "fill"});
     Leaf leaf;
     int64_t elements = 1;
     for (const Reader& dim : leaf_reader.field("shape").items()) {
-      leaf.shape.push_back(dim.integer(0, kMaxLeafElements));
-      elements *= leaf.shape.back();
-      if (elements > kMaxLeafElements) {
-        dim.fail("a shape of at most " + std::to_string(kMaxLeafElements) + " elements");
+      leaf.shape.push_back(dim.integer(0, INT64_MAX));
+      // Both factors are at most the limit here, so the product cannot overflow.
+      elements = leaf.shape.back() > limits.leaf_elements ? leaf.shape.back() : elements * leaf.shape.back();
+      if (elements > limits.leaf_elements) {
+        throw CaseError(leaf_reader.field("shape").path() + ": " +
+                        over_limit("element count", elements, "leaf_elements", limits.leaf_elements));
       }
     }
     if (leaf_reader.has("dtype")) leaf.dtype = leaf_reader.field("dtype").choice(kDTypes);
     leaf.requires_grad = leaf_reader.field("requires_grad").boolean();
     leaf.fill = leaf_reader.field("fill").choice(kFills);
+    leaf_bytes += elements * static_cast<int64_t>(at::elementSize(scalar_type(leaf_dtype(c, leaf))));
+    if (leaf_bytes > limits.leaf_bytes) {
+      throw CaseError(leaf_reader.path() + ": " + over_limit("leaf bytes", leaf_bytes, "leaf_bytes", limits.leaf_bytes));
+    }
     c.leaves.push_back(std::move(leaf));
   }
-  c.root = segment_from_json(r.field("root"));
-  validate(c);
+  ParseContext context{limits};
+  c.root = segment_from_json(r.field("root"), context, 0);
+  validate(c, limits);
   return c;
 }
 
-void validate(const Case& c) {
+void validate(const Case& c, const Limits& limits) {
+  if (c.iterations < 1 || c.iterations > limits.iterations) {
+    throw CaseError("case.iterations: " + over_limit("iteration count", c.iterations, "iterations", limits.iterations));
+  }
+  int64_t leaf_bytes = 0;
   for (size_t i = 0; i < c.leaves.size(); ++i) {
     const Leaf& leaf = c.leaves[i];
+    const std::string path = "case.leaves[" + std::to_string(i) + "]";
     const DType dtype = leaf_dtype(c, leaf);
     if (leaf.requires_grad && (dtype == DType::int64 || dtype == DType::boolean)) {
-      throw CaseError("case.leaves[" + std::to_string(i) + "].requires_grad: only floating leaves can require grad");
+      throw CaseError(path + ".requires_grad: only floating leaves can require grad");
+    }
+    int64_t elements = 1;
+    for (int64_t d : leaf.shape) {
+      if (d < 0) throw CaseError(path + ".shape: a negative size");
+      elements = d > limits.leaf_elements ? d : elements * d;
+      if (elements > limits.leaf_elements) {
+        throw CaseError(path + ".shape: " + over_limit("element count", elements, "leaf_elements", limits.leaf_elements));
+      }
+    }
+    leaf_bytes += elements * static_cast<int64_t>(at::elementSize(scalar_type(dtype)));
+    if (leaf_bytes > limits.leaf_bytes) {
+      throw CaseError(path + ": " + over_limit("leaf bytes", leaf_bytes, "leaf_bytes", limits.leaf_bytes));
     }
   }
-  validate_segment(c.root, static_cast<int>(c.leaves.size()), 0, "case.root");
+  const CaseStats s = stats(c);
+  if (s.ops > limits.ops) throw CaseError("case: " + over_limit("op count", s.ops, "ops", limits.ops));
+  validate_segment(c.root, static_cast<int>(c.leaves.size()), 0, "case.root", limits);
+}
+
+namespace {
+struct LimitField {
+  const char* name;
+  int64_t Limits::*field;
+};
+constexpr LimitField kLimitFields[] = {{"file_bytes", &Limits::file_bytes}, {"ops", &Limits::ops},
+                                       {"depth", &Limits::depth},           {"leaf_elements", &Limits::leaf_elements},
+                                       {"leaf_bytes", &Limits::leaf_bytes}, {"iterations", &Limits::iterations}};
+}  // namespace
+
+Limits parse_limits(const std::string& text, Limits base) {
+  std::string names;
+  for (const LimitField& f : kLimitFields) names += (names.empty() ? "" : ", ") + std::string(f.name);
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    const size_t eq = item.find('=');
+    const std::string name = item.substr(0, eq);
+    const LimitField* field = nullptr;
+    for (const LimitField& f : kLimitFields) {
+      if (name == f.name) field = &f;
+    }
+    if (!field) throw CaseError("--limits: unknown limit '" + name + "' (known: " + names + ")");
+    const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    try {
+      size_t used = 0;
+      const long long parsed = std::stoll(value, &used);
+      if (used != value.size() || parsed < 1) throw std::invalid_argument(value);
+      base.*(field->field) = parsed;
+    } catch (const std::exception&) {
+      throw CaseError("--limits: " + name + " needs a positive whole number, got '" + value + "'");
+    }
+  }
+  return base;
+}
+
+std::string describe(const Limits& limits) {
+  std::string text;
+  for (const LimitField& f : kLimitFields) {
+    text += (text.empty() ? "" : ",") + std::string(f.name) + "=" + std::to_string(limits.*(f.field));
+  }
+  return text;
 }
 
 CaseStats stats(const Case& c) {
@@ -627,9 +718,12 @@ CaseStats stats(const Case& c) {
   return s;
 }
 
-Case load_case_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+Case load_case_file(const std::string& path, const Limits& limits) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw CaseError(path + ": cannot open the file");
+  const int64_t size = static_cast<int64_t>(in.tellg());
+  if (size > limits.file_bytes) throw CaseError(path + ": " + over_limit("file size", size, "file_bytes", limits.file_bytes));
+  in.seekg(0);
   std::stringstream buffer;
   buffer << in.rdbuf();
   json j;
@@ -639,7 +733,7 @@ Case load_case_file(const std::string& path) {
     throw CaseError(path + ": not valid JSON: " + error.what());
   }
   try {
-    return case_from_json(j);
+    return case_from_json(j, limits);
   } catch (const CaseError& error) {
     throw CaseError(path + ": " + error.what());
   }

@@ -180,9 +180,25 @@ at::ScalarType scalar_type(DType dtype);
 std::string show(const Case& c);
 std::string show_arg(const Arg& arg);
 
+// What a case may hold. Every case read from a file is checked against these while it is read,
+// before anything is allocated for it, and a case over one is refused with an error naming
+// the limit. `recheck repro` and `recheck show` take `--limits name=value,...`.
+struct Limits {
+  int64_t file_bytes = int64_t{64} << 20;         // size of a case file
+  int64_t ops = 100000;                           // ops in all segments together
+  int64_t depth = 64;                             // nesting of checkpoint and fork bodies
+  int64_t leaf_elements = int64_t{1} << 24;       // elements of one leaf
+  int64_t leaf_bytes = int64_t{1} << 30;          // bytes of all leaves together
+  int64_t iterations = 100;
+};
+// "ops=1000,depth=8": the named limits changed, the others as in `base`. Throws CaseError
+// naming a bad item.
+Limits parse_limits(const std::string& text, Limits base = {});
+std::string describe(const Limits& limits);  // "file_bytes=67108864,ops=100000,..."
+
 nlohmann::json to_json(const Case& c);
-// Throws CaseError naming the field path and what was expected.
-Case case_from_json(const nlohmann::json& j);
+// Throws CaseError naming the field path and what was expected, or the limit exceeded.
+Case case_from_json(const nlohmann::json& j, const Limits& limits = {});
 
 class CaseError : public std::runtime_error {
  public:
@@ -190,13 +206,13 @@ class CaseError : public std::runtime_error {
 };
 
 // Parses and validates `path`; errors name the file.
-Case load_case_file(const std::string& path);
+Case load_case_file(const std::string& path, const Limits& limits = {});
 // Writes to a temporary name in the same folder and renames, so no half-written file remains.
 void save_case_file(const Case& c, const std::string& path);
 void write_file_atomically(const std::string& path, const std::string& contents);
 
-// Checks references, arities and bounds; throws CaseError naming the field path.
-void validate(const Case& c);
+// Checks references, arities and limits; throws CaseError naming the field path or the limit.
+void validate(const Case& c, const Limits& limits = {});
 
 // Counts, for reports.
 struct CaseStats {

@@ -142,5 +142,83 @@ TEST(CaseJson, show_prints_nested_bodies_indented) {
             "  return v1\n");
 }
 
+// ---- limits: each refused with an error naming the limit, before anything is allocated ----
+
+std::string load_error(const json& j, const Limits& limits) {
+  try {
+    case_from_json(j, limits);
+  } catch (const CaseError& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+TEST(CaseLimits, each_limit_is_named_in_the_error) {
+  json j = minimal();
+  j["iterations"] = 101;
+  EXPECT_EQ(load_error(j), "case.iterations: iteration count 101 is over the limit iterations=100 (raise it with --limits iterations=N)");
+  j = minimal();
+  j["leaves"][0]["shape"] = {1 << 13, 1 << 13};  // 2^26 elements: never allocated
+  EXPECT_EQ(load_error(j), "case.leaves[0].shape: element count 67108864 is over the limit leaf_elements=16777216 (raise it with --limits leaf_elements=N)");
+  j = minimal();
+  j["leaves"][0]["shape"] = {4, 4};
+  EXPECT_NE(load_error(j, parse_limits("leaf_bytes=32")).find("leaf bytes 64 is over the limit leaf_bytes=32"), std::string::npos);
+  EXPECT_THROW(parse_limits("ops=0"), CaseError);
+}
+
+TEST(CaseLimits, huge_numbers_do_not_overflow_the_element_count) {
+  json j = minimal();
+  j["leaves"][0]["shape"] = {int64_t{1} << 40, int64_t{1} << 40, 0};
+  EXPECT_NE(load_error(j).find("over the limit leaf_elements"), std::string::npos);
+}
+
+TEST(CaseLimits, op_count_and_depth_are_checked_while_reading) {
+  json j = minimal();
+  j["root"]["ops"] = json::array();
+  for (int i = 0; i < 5; ++i) j["root"]["ops"].push_back({{"op", "unary"}, {"fn", "tanh"}, {"x", 0}});
+  EXPECT_EQ(load_error(j, parse_limits("ops=4")), "case.root.ops[4]: op count 5 is over the limit ops=4 (raise it with --limits ops=N)");
+  EXPECT_EQ(load_error(j, parse_limits("ops=5")), "no error");
+
+  // 100,000 nested checkpoint bodies: refused at the limit, not by exhausting the stack.
+  json body = {{"ops", json::array()}, {"outputs", json::array()}};
+  for (int i = 0; i < 100000; ++i) {
+    json outer = {{"ops", json::array({{{"op", "checkpoint"}, {"distribute", false}, {"args", json::array()}, {"body", std::move(body)}}})},
+                  {"outputs", json::array()}};
+    body = std::move(outer);
+  }
+  j = minimal();
+  j["root"] = std::move(body);
+  EXPECT_NE(load_error(j).find("nesting depth 65 is over the limit depth=64"), std::string::npos);
+}
+
+TEST(CaseLimits, parse_limits_names_unknown_limits_and_round_trips) {
+  try {
+    parse_limits("opz=3");
+    FAIL() << "no error";
+  } catch (const CaseError& error) {
+    EXPECT_NE(std::string(error.what()).find("unknown limit 'opz' (known: file_bytes, ops, depth"), std::string::npos);
+  }
+  const Limits changed = parse_limits("ops=7,depth=3");
+  EXPECT_EQ(changed.ops, 7);
+  EXPECT_EQ(changed.depth, 3);
+  EXPECT_EQ(changed.iterations, Limits{}.iterations);
+  EXPECT_EQ(describe(parse_limits(describe(changed))), describe(changed));
+}
+
+TEST(CaseLimits, a_file_over_the_size_limit_is_refused_before_it_is_read) {
+  const std::string path = ::testing::TempDir() + "/big.json";
+  {
+    std::ofstream out(path);
+    out << minimal().dump() << std::string(2000, ' ');
+  }
+  try {
+    load_case_file(path, parse_limits("file_bytes=1000"));
+    FAIL() << "no error";
+  } catch (const CaseError& error) {
+    EXPECT_NE(std::string(error.what()).find(path + ": file size"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("over the limit file_bytes=1000"), std::string::npos) << error.what();
+  }
+}
+
 }  // namespace
 }  // namespace recheck

@@ -120,4 +120,12 @@ TEST(Cli, memory_prints_floors_writes_the_picture_and_fails_no_clear) {
   EXPECT_EQ(usage.exit_code, 2) << usage.output;
 }
 
+TEST(Cli, limits_are_configurable_and_named_when_exceeded) {
+  const Result r = run("show " + kSeeds + "nested-three-deep.json --limits depth=2");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("nesting depth 3 is over the limit depth=2 (raise it with --limits depth=N)"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(run("show " + kSeeds + "nested-three-deep.json --limits depth=3").exit_code, 0);
+}
+
 }  // namespace
