@@ -9,6 +9,8 @@
 #include <string>
 #include <sys/wait.h>
 
+#include <nlohmann/json.hpp>
+
 namespace {
 
 struct Result {
@@ -16,8 +18,9 @@ struct Result {
   std::string output;
 };
 
-Result run(const std::string& args) {
-  const std::string command = std::string(RECHECK_BINARY) + " " + args + " 2>&1";
+// Runs a shell command line, standard error merged into the output.
+Result run_shell(const std::string& command_line) {
+  const std::string command = command_line + " 2>&1";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
   std::string output;
   std::array<char, 4096> buffer;
@@ -26,6 +29,8 @@ Result run(const std::string& args) {
   const int status = pclose(pipe.release());
   return {WEXITSTATUS(status), output};
 }
+
+Result run(const std::string& args) { return run_shell(std::string(RECHECK_BINARY) + " " + args); }
 
 const std::string kSeeds = std::string(RECHECK_SOURCE_DIR) + "/corpus/seeds/";
 
@@ -126,6 +131,21 @@ TEST(Cli, limits_are_configurable_and_named_when_exceeded) {
   EXPECT_NE(r.output.find("nesting depth 3 is over the limit depth=2 (raise it with --limits depth=N)"), std::string::npos)
       << r.output;
   EXPECT_EQ(run("show " + kSeeds + "nested-three-deep.json --limits depth=3").exit_code, 0);
+}
+
+TEST(Cli, ctrl_c_stops_a_run_with_the_summary_so_far_and_a_complete_report) {
+  const std::string json_path = ::testing::TempDir() + "/interrupted.json";
+  std::remove(json_path.c_str());
+  // SIGINT after 2 s into a 120 s run; --preserve-status hands back recheck's own exit code.
+  const Result r = run_shell("timeout --preserve-status -s INT 2 " + std::string(RECHECK_BINARY) +
+                             " run --seconds 120 --seed 3 --quiet --out " + ::testing::TempDir() + "/interrupted --json " + json_path);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(", interrupted"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("grads-bitwise"), std::string::npos) << r.output;
+  std::ifstream in(json_path);
+  const nlohmann::json report = nlohmann::json::parse(in);  // complete, or this throws
+  EXPECT_TRUE(report.at("interrupted").get<bool>());
+  EXPECT_LT(report.at("seconds").get<double>(), 60.0) << "the run did not stop at the interrupt";
 }
 
 }  // namespace
