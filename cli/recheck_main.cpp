@@ -7,8 +7,15 @@
 //   recheck memory   the PR's memory measurement, reproduced on a synthetic residual-stream model
 //   recheck bench    cases/s, op executions/s and the check-to-eager cost ratio, single thread
 // Exit codes: 0 no regression, 1 regression or divergence found, 2 bad usage or bad input.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <optional>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -140,6 +147,9 @@ options:
   --out DIR         folder for failing cases as JSON (default: recheck-findings)
   --json FILE       write a machine-readable report ('-' for standard output)
   --quiet           no progress lines
+  --no-isolate      check cases in this process (for a debugger); by default they run in a
+                    worker process, and a case that crashes it (abort, segmentation fault) is
+                    reported as a `crash` finding with its case saved, and the run goes on
 )";
 
 const char* kReproHelp = R"(usage: recheck repro CASE.json [--sut NAME] [--oracle NAME] [--json FILE] [--limits LIST]
@@ -160,14 +170,17 @@ Prints the case's graph as indented text: leaves, ops, checkpoint bodies (marked
 
 std::atomic<bool> g_interrupted{false};
 
+// The worker process of `recheck run`, while one runs: an interrupt is passed on to it.
+volatile sig_atomic_t g_worker_pid = 0;
+
 // Ctrl-C ends the loop in progress after the current case; the summary so far is printed.
 void stop_on_interrupt() {
-  std::signal(SIGINT, [](int) { g_interrupted = true; });
+  std::signal(SIGINT, [](int) {
+    g_interrupted = true;
+    if (g_worker_pid > 0) kill(static_cast<pid_t>(g_worker_pid), SIGINT);
+  });
 }
 
-std::string finding_file_name(int64_t index, const std::string& property, Classification c) {
-  return "case-" + std::to_string(index) + "-" + property + "-" + to_string(c) + ".json";
-}
 
 void write_json_report(const std::string& where, const json& report) {
   if (where == "-") {
@@ -175,6 +188,121 @@ void write_json_report(const std::string& where, const json& report) {
   } else {
     write_file_atomically(where, report.dump(2) + "\n");
   }
+}
+
+// ---- the worker process of `recheck run` ----
+
+json verdict_to_json(const Verdict& v) { return {{"holds", v.holds}, {"text", v.describe()}}; }
+
+Verdict verdict_from_json(const json& j) {
+  Verdict v;
+  v.holds = j.at("holds").get<bool>();
+  v.detail = j.at("text").get<std::string>();  // describe() gives it back unchanged
+  return v;
+}
+
+Classification classification_from(const std::string& name) {
+  for (size_t c = 0; c < kClassificationCount; ++c) {
+    if (name == to_string(static_cast<Classification>(c))) return static_cast<Classification>(c);
+  }
+  throw std::runtime_error("unknown classification from the worker: " + name);
+}
+
+std::string result_line(int64_t index, const CaseResult& result) {
+  json properties_json = json::array();
+  for (const PropertyResult& r : result.results) {
+    properties_json.push_back({{"property", r.property},
+                               {"classification", to_string(r.classification)},
+                               {"oracle", verdict_to_json(r.oracle)},
+                               {"sut", verdict_to_json(r.sut)}});
+  }
+  return json{{"case", index}, {"op_executions", result.op_executions}, {"results", properties_json}}.dump();
+}
+
+CaseResult result_from_line(const json& j) {
+  CaseResult result;
+  result.op_executions = j.at("op_executions").get<int64_t>();
+  for (const json& r : j.at("results")) {
+    result.results.push_back({r.at("property").get<std::string>(), verdict_from_json(r.at("oracle")),
+                              verdict_from_json(r.at("sut")),
+                              classification_from(r.at("classification").get<std::string>())});
+  }
+  return result;
+}
+
+std::string describe_status(int status) {
+  if (WIFSIGNALED(status)) {
+    const int signal = WTERMSIG(status);
+    return std::string("was killed by signal ") + std::to_string(signal) + " (" + strsignal(signal) + ")";
+  }
+  return "exited with status " + std::to_string(WEXITSTATUS(status));
+}
+
+struct WorkerOutcome {
+  bool finished = false;                // the worker stopped by the run's own limits
+  std::optional<int64_t> crashed_case;  // the case in progress when it died
+  std::string status;
+};
+
+// Forks a worker that checks cases from `first` on and writes one line per case to a pipe:
+// "start N" before case N, its verdicts as JSON after it, "done" at the end.
+template <typename ShouldStop, typename Check, typename Handle>
+WorkerOutcome run_worker(int64_t first, const ShouldStop& should_stop, const Check& check, const Handle& handle) {
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    close(fds[0]);
+    FILE* out = fdopen(fds[1], "w");
+    int code = 0;
+    try {
+      for (int64_t index = first; !should_stop(index); ++index) {
+        std::fprintf(out, "start %lld\n", static_cast<long long>(index));
+        std::fflush(out);
+        const std::string line = result_line(index, check(index));
+        std::fprintf(out, "%s\n", line.c_str());
+        std::fflush(out);
+      }
+      std::fprintf(out, "done\n");
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "recheck run worker: %s\n", error.what());
+      code = 3;
+    }
+    std::fflush(out);
+    std::_Exit(code);
+  }
+  close(fds[1]);
+  g_worker_pid = pid;
+  FILE* in = fdopen(fds[0], "r");
+  WorkerOutcome outcome;
+  char* buffer = nullptr;
+  size_t capacity = 0;
+  std::optional<int64_t> in_progress;
+  for (ssize_t n; (n = getline(&buffer, &capacity, in)) > 0;) {
+    std::string line(buffer, static_cast<size_t>(n));
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    if (line == "done") {
+      outcome.finished = true;
+    } else if (line.rfind("start ", 0) == 0) {
+      in_progress = std::stoll(line.substr(6));
+    } else {
+      const json j = json::parse(line);
+      handle(j.at("case").get<int64_t>(), result_from_line(j));
+      in_progress.reset();
+    }
+  }
+  std::free(buffer);
+  std::fclose(in);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  g_worker_pid = 0;
+  outcome.status = describe_status(status);
+  if (!outcome.finished) outcome.crashed_case = in_progress;
+  return outcome;
 }
 
 int command_run(const Args& args) {
@@ -220,43 +348,41 @@ int command_run(const Args& args) {
   auto last_progress = start;
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
 
-  for (int64_t index = 0;; ++index) {
-    if (cases > 0 && index >= cases) break;
-    if (seconds > 0 && elapsed() >= static_cast<double>(seconds)) break;
-    if (g_interrupted) break;
+  auto should_stop = [&](int64_t index) {
+    return (cases > 0 && index >= cases) || (seconds > 0 && elapsed() >= static_cast<double>(seconds)) ||
+           g_interrupted;
+  };
+  auto report_finding = [&](int64_t index, const std::string& property, const std::string& classification,
+                            bool alarm, const std::string& sut_text, const std::string& oracle_text) {
     const uint64_t draw_seed = seed + static_cast<uint64_t>(index);
-    Case c = draw_case(gen, draw_seed);
-    CaseResult result = check_case(c, *oracle, *sut);
+    json finding = {{"case", index},          {"draw_seed", draw_seed},   {"property", property},
+                    {"classification", classification}, {"sut", sut_text}, {"oracle", oracle_text}};
+    const std::string kind = property + "/" + classification;
+    if (alarm || written_per_kind[kind] < kPreExistingFilesPerProperty) {
+      ++written_per_kind[kind];
+      std::filesystem::create_directories(out_dir);
+      const std::string file =
+          out_dir + "/case-" + std::to_string(index) + "-" + property + "-" + classification + ".json";
+      Case annotated = draw_case(gen, draw_seed);
+      annotated.note = classification + " " + property + " (sut " + sut->name() + ", oracle " + oracle->name() +
+                       "): sut: " + sut_text + " | oracle: " + oracle_text;
+      save_case_file(annotated, file);
+      finding["file"] = file;
+      if (alarm) {
+        std::cerr << classification << ": " << property << " in case " << index << " (draw seed " << draw_seed
+                  << ")\n    sut: " << sut_text << "\n    oracle: " << oracle_text << "\n    replay: recheck repro "
+                  << file << " --sut " << sut->name() << " --oracle " << oracle->name() << "\n";
+      }
+    }
+    findings.push_back(std::move(finding));
+  };
+  auto handle = [&](int64_t index, const CaseResult& result) {
     summary.add(result);
     op_executions += result.op_executions;
     for (const PropertyResult& r : result.results) {
       if (r.classification == Classification::pass) continue;
-      json finding = {{"case", index},
-                      {"draw_seed", draw_seed},
-                      {"property", r.property},
-                      {"classification", to_string(r.classification)},
-                      {"sut", r.sut.describe()},
-                      {"oracle", r.oracle.describe()}};
-      const std::string kind = r.property + "/" + to_string(r.classification);
-      const bool alarm = is_alarm(r.classification);
-      if (alarm || written_per_kind[kind] < kPreExistingFilesPerProperty) {
-        ++written_per_kind[kind];
-        std::filesystem::create_directories(out_dir);
-        const std::string file = out_dir + "/" + finding_file_name(index, r.property, r.classification);
-        Case annotated = c;
-        annotated.note = std::string(to_string(r.classification)) + " " + r.property + " (sut " + sut->name() +
-                         ", oracle " + oracle->name() + "): sut: " + r.sut.describe() + " | oracle: " +
-                         r.oracle.describe();
-        save_case_file(annotated, file);
-        finding["file"] = file;
-        if (alarm) {
-          std::cerr << to_string(r.classification) << ": " << r.property << " in case " << index << " (draw seed "
-                    << draw_seed << ")\n    sut: " << r.sut.describe() << "\n    oracle: " << r.oracle.describe()
-                    << "\n    replay: recheck repro " << file << " --sut " << sut->name() << " --oracle "
-                    << oracle->name() << "\n";
-        }
-      }
-      findings.push_back(std::move(finding));
+      report_finding(index, r.property, to_string(r.classification), is_alarm(r.classification), r.sut.describe(),
+                     r.oracle.describe());
     }
     if (!quiet && std::chrono::duration<double>(Clock::now() - last_progress).count() >= 2.0) {
       last_progress = Clock::now();
@@ -264,6 +390,27 @@ int command_run(const Args& args) {
                 << summary.count(Classification::regression) << " regression, "
                 << summary.count(Classification::divergent) << " divergent, "
                 << summary.count(Classification::pre_existing) << " pre-existing\n";
+    }
+  };
+  auto check = [&](int64_t index) { return check_case(draw_case(gen, seed + static_cast<uint64_t>(index)), *oracle, *sut); };
+
+  int64_t crashes = 0;
+  if (args.flag("no-isolate")) {
+    for (int64_t index = 0; !should_stop(index); ++index) handle(index, check(index));
+  } else {
+    // Cases run in a worker process, so that an abort or a segmentation fault inside a variant
+    // is a finding with its case saved, and the run goes on with the next case in a new worker.
+    // This process runs no torch op itself, so forking it is safe.
+    for (int64_t next = 0; !should_stop(next);) {
+      const WorkerOutcome outcome = run_worker(next, should_stop, check, handle);
+      if (outcome.finished) break;
+      if (!outcome.crashed_case) {
+        std::cerr << "recheck run: the worker stopped between cases (" << outcome.status << "); stopping\n";
+        break;
+      }
+      ++crashes;
+      report_finding(*outcome.crashed_case, "runs-to-completion", "crash", true, "the worker process " + outcome.status, "");
+      next = *outcome.crashed_case + 1;
     }
   }
 
@@ -273,9 +420,10 @@ int command_run(const Args& args) {
             << (total_seconds > 0 ? summary.cases() / total_seconds : 0.0) << " cases/s), sut " << sut->name()
             << ", oracle " << oracle->name() << ", seed " << seed << (g_interrupted ? ", interrupted" : "") << "\n\n"
             << summary.table() << "\n";
-  if (summary.alarms() > 0) {
-    std::cout << "FAIL: " << summary.alarms() << " regression or divergent verdicts; cases written to " << out_dir
-              << "/\n";
+  if (crashes > 0) std::cout << "crashes: " << crashes << " cases crashed the worker process\n";
+  if (summary.alarms() + crashes > 0) {
+    std::cout << "FAIL: " << summary.alarms() << " regression or divergent verdicts, " << crashes
+              << " crashes; cases written to " << out_dir << "/\n";
   } else {
     std::cout << "OK: no regression, no divergence";
     if (summary.count(Classification::pre_existing) > 0) {
@@ -295,11 +443,12 @@ int command_run(const Args& args) {
                    {"seconds", total_seconds},
                    {"op_executions", op_executions},
                    {"interrupted", g_interrupted.load()},
+                   {"crashes", crashes},
                    {"summary", summary.to_json()},
                    {"findings", findings}};
     write_json_report(args.get("json", "-"), report);
   }
-  return summary.alarms() > 0 ? 1 : 0;
+  return summary.alarms() + crashes > 0 ? 1 : 0;
 }
 
 Case load_positional_case(const Args& args, const char* command) {
@@ -729,7 +878,7 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   try {
     if (command == "run") {
-      return command_run(Args(argc, argv, 2, {"help", "quiet"},
+      return command_run(Args(argc, argv, 2, {"help", "quiet", "no-isolate"},
                               {"sut", "oracle", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json"}));
     }
     if (command == "repro") return command_repro(Args(argc, argv, 2, {"help"}, {"sut", "oracle", "json", "limits"}));

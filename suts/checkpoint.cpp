@@ -1,5 +1,6 @@
 #include "suts/checkpoint.h"
 
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 
@@ -206,6 +207,9 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    if (c10::static_intrusive_pointer_cast<CheckpointCall>(ctx->saved_data["call"].toCapsule())->options.abort_in_backward) {
+      std::abort();
+    }
     if (!torch::autograd::Engine::get_default_engine().is_checkpoint_valid()) {
       throw PythonError("RuntimeError", kNotCompatibleWithGrad);
     }
@@ -311,6 +315,12 @@ const std::vector<Variant>& variants() {
     options.*mistake = true;
     return Variant{name, std::string("mutant: ") + description, options, /*is_mutant=*/true};
   };
+  auto aborting = [] {
+    CheckpointOptions options;
+    options.clear_detached_grads = true;
+    options.abort_in_backward = true;
+    return options;
+  };
   static const std::vector<Variant> all = {
       {"clearing", "the change under test: resets .grad of detached inputs after collecting it",
        CheckpointOptions{/*clear_detached_grads=*/true}, /*is_mutant=*/false},
@@ -349,6 +359,8 @@ const std::vector<Variant>& variants() {
              &CheckpointOptions::grads_paired_unfiltered),
       mutant("keeps-last-grads", "keeps the last collected gradients alive, as a debugging aid",
              &CheckpointOptions::keep_last_grads),
+      {"aborts", "test variant: aborts inside backward, to show that recheck run isolates a crashing case",
+       aborting(), /*is_mutant=*/false},
       // The oracle under another name: only the change's own claims, grad-released and
       // memory-floor, can tell it from clearing.
       {"no-clear", "mutant: the change left out", CheckpointOptions{/*clear_detached_grads=*/false}, /*is_mutant=*/true},

@@ -54,6 +54,10 @@ struct CheckpointOptions {
   bool distributed_input_not_restored = false;    // no gather of args[0] before recompute
   bool grads_paired_unfiltered = false;           // outputs filtered, their grads not
   bool keep_last_grads = false;                   // keeps the last collected grads (a debug aid)
+
+  // Not a mistake but a crash, to test that `recheck run` isolates cases: aborts the process
+  // at the start of backward.
+  bool abort_in_backward = false;
 };
 
 struct Variant {

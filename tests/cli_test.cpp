@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -10,6 +11,9 @@
 #include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
+
+#include "core/case.h"
+#include "properties/generator.h"
 
 namespace {
 
@@ -146,6 +150,21 @@ TEST(Cli, ctrl_c_stops_a_run_with_the_summary_so_far_and_a_complete_report) {
   const nlohmann::json report = nlohmann::json::parse(in);  // complete, or this throws
   EXPECT_TRUE(report.at("interrupted").get<bool>());
   EXPECT_LT(report.at("seconds").get<double>(), 60.0) << "the run did not stop at the interrupt";
+}
+
+TEST(Cli, a_case_that_crashes_the_variant_is_a_finding_and_the_run_goes_on) {
+  const std::string out = ::testing::TempDir() + "/crashes";
+  std::filesystem::remove_all(out);
+  // The test variant `aborts` calls std::abort() in every backward: draw seeds 1..3 have no
+  // backward through a checkpoint and pass, 4..6 crash.
+  const Result r = run("run --sut aborts --seed 1 --cases 6 --quiet --out " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("crash: runs-to-completion in case 3 (draw seed 4)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the worker process was killed by signal 6"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("crashes: 3 cases crashed the worker process"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("recheck run: 3 cases"), std::string::npos) << "the other cases were checked: " << r.output;
+  const recheck::Case saved = recheck::load_case_file(out + "/case-5-runs-to-completion-crash.json");
+  EXPECT_EQ(saved.seed, recheck::draw_case(recheck::GenOptions{}, 6).seed);
 }
 
 }  // namespace
