@@ -147,6 +147,7 @@ options:
   --out DIR         folder for failing cases as JSON (default: recheck-findings)
   --json FILE       write a machine-readable report ('-' for standard output)
   --quiet           no progress lines
+  --threads N       torch's intra-op threads for the checks (default: torch's own choice)
   --no-isolate      check cases in this process (for a debugger); by default they run in a
                     worker process, and a case that crashes it (abort, segmentation fault) is
                     reported as a `crash` finding with its case saved, and the run goes on
@@ -392,7 +393,14 @@ int command_run(const Args& args) {
                 << summary.count(Classification::pre_existing) << " pre-existing\n";
     }
   };
-  auto check = [&](int64_t index) { return check_case(draw_case(gen, seed + static_cast<uint64_t>(index)), *oracle, *sut); };
+  const int64_t threads = args.number("threads", 0, 0, 1024);
+  bool threads_set = false;
+  auto check = [&](int64_t index) {
+    // Set where the cases run (the worker), so this process keeps clear of torch's thread pools.
+    if (threads > 0 && !threads_set) at::set_num_threads(static_cast<int>(threads));
+    threads_set = true;
+    return check_case(draw_case(gen, seed + static_cast<uint64_t>(index)), *oracle, *sut);
+  };
 
   int64_t crashes = 0;
   if (args.flag("no-isolate")) {
@@ -879,7 +887,8 @@ int main(int argc, char** argv) {
   try {
     if (command == "run") {
       return command_run(Args(argc, argv, 2, {"help", "quiet", "no-isolate"},
-                              {"sut", "oracle", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json"}));
+                              {"sut", "oracle", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json",
+                               "threads"}));
     }
     if (command == "repro") return command_repro(Args(argc, argv, 2, {"help"}, {"sut", "oracle", "json", "limits"}));
     if (command == "show") return command_show(Args(argc, argv, 2, {"help"}, {"limits"}));

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <string>
 #include <sys/wait.h>
@@ -165,6 +166,51 @@ TEST(Cli, a_case_that_crashes_the_variant_is_a_finding_and_the_run_goes_on) {
   EXPECT_NE(r.output.find("recheck run: 3 cases"), std::string::npos) << "the other cases were checked: " << r.output;
   const recheck::Case saved = recheck::load_case_file(out + "/case-5-runs-to-completion-crash.json");
   EXPECT_EQ(saved.seed, recheck::draw_case(recheck::GenOptions{}, 6).seed);
+}
+
+// The verdicts and evidence of a run, without what may differ between runs (time, paths).
+nlohmann::json verdicts_of(const std::string& json_path) {
+  std::ifstream in(json_path);
+  nlohmann::json report = nlohmann::json::parse(in);
+  nlohmann::json findings = report.at("findings");
+  for (auto& finding : findings) finding.erase("file");
+  return {{"summary", report.at("summary")}, {"findings", findings}};
+}
+
+TEST(Determinism, the_same_cases_give_the_same_verdicts_in_fresh_processes_with_any_thread_count) {
+  const std::string dir = ::testing::TempDir();
+  const std::string common = "run --seed 11 --cases 40 --quiet --out " + dir + "/determinism";
+  ASSERT_EQ(run(common + " --threads 1 --json " + dir + "/d1.json").exit_code, 0);
+  ASSERT_EQ(run(common + " --threads 1 --json " + dir + "/d2.json").exit_code, 0);
+  ASSERT_EQ(run(common + " --threads 2 --no-isolate --json " + dir + "/d3.json").exit_code, 0);
+  const std::string first = verdicts_of(dir + "/d1.json").dump();
+  EXPECT_NE(first.find("pre-existing"), std::string::npos) << "the batch should hold findings to compare";
+  EXPECT_EQ(verdicts_of(dir + "/d2.json").dump(), first) << "a second process";
+  EXPECT_EQ(verdicts_of(dir + "/d3.json").dump(), first) << "two threads, no worker process";
+}
+
+TEST(Determinism, a_case_gives_the_same_evidence_whatever_ran_before_it) {
+  const std::string dir = ::testing::TempDir();
+  ASSERT_EQ(run("run --seed 11 --cases 12 --quiet --out " + dir + "/order --json " + dir + "/batch.json").exit_code, 0);
+  std::map<uint64_t, nlohmann::json> in_batch;
+  nlohmann::json batch = verdicts_of(dir + "/batch.json");
+  for (auto& f : batch.at("findings")) {
+    f.erase("case");
+    in_batch[f.at("draw_seed").get<uint64_t>()].push_back(f);
+  }
+  // The same cases one by one, last first, each in its own process.
+  std::map<uint64_t, nlohmann::json> alone;
+  for (int i = 11; i >= 0; --i) {
+    const std::string path = dir + "/alone-" + std::to_string(i) + ".json";
+    ASSERT_EQ(run("run --seed " + std::to_string(11 + i) + " --cases 1 --quiet --out " + dir + "/order --json " + path).exit_code, 0);
+    nlohmann::json one = verdicts_of(path);
+    for (auto& f : one.at("findings")) {
+      f.erase("case");
+      alone[f.at("draw_seed").get<uint64_t>()].push_back(f);
+    }
+  }
+  EXPECT_FALSE(in_batch.empty());
+  EXPECT_EQ(nlohmann::json(alone).dump(), nlohmann::json(in_batch).dump());
 }
 
 }  // namespace
