@@ -148,6 +148,8 @@ options:
   --json FILE       write a machine-readable report ('-' for standard output)
   --quiet           no progress lines
   --threads N       torch's intra-op threads for the checks (default: torch's own choice)
+  --cpu-memory-budget B  on CPU, refuse allocations beyond B bytes per run, as a device of
+                    that size would: such cases are counted as skipped, not failed
   --no-isolate      check cases in this process (for a debugger); by default they run in a
                     worker process, and a case that crashes it (abort, segmentation fault) is
                     reported as a `crash` finding with its case saved, and the run goes on
@@ -217,12 +219,14 @@ std::string result_line(int64_t index, const CaseResult& result) {
                                {"oracle", verdict_to_json(r.oracle)},
                                {"sut", verdict_to_json(r.sut)}});
   }
-  return json{{"case", index}, {"op_executions", result.op_executions}, {"results", properties_json}}.dump();
+  return json{{"case", index}, {"op_executions", result.op_executions}, {"skipped", result.skipped},
+              {"results", properties_json}}.dump();
 }
 
 CaseResult result_from_line(const json& j) {
   CaseResult result;
   result.op_executions = j.at("op_executions").get<int64_t>();
+  result.skipped = j.at("skipped").get<std::string>();
   for (const json& r : j.at("results")) {
     result.results.push_back({r.at("property").get<std::string>(), verdict_from_json(r.at("oracle")),
                               verdict_from_json(r.at("sut")),
@@ -353,6 +357,7 @@ int command_run(const Args& args) {
     return (cases > 0 && index >= cases) || (seconds > 0 && elapsed() >= static_cast<double>(seconds)) ||
            g_interrupted;
   };
+  std::string first_skipped;
   auto report_finding = [&](int64_t index, const std::string& property, const std::string& classification,
                             bool alarm, const std::string& sut_text, const std::string& oracle_text) {
     const uint64_t draw_seed = seed + static_cast<uint64_t>(index);
@@ -380,6 +385,12 @@ int command_run(const Args& args) {
   auto handle = [&](int64_t index, const CaseResult& result) {
     summary.add(result);
     op_executions += result.op_executions;
+    if (!result.skipped.empty()) {
+      // Too large for the memory: counted and named, not a failure.
+      findings.push_back({{"case", index}, {"draw_seed", seed + static_cast<uint64_t>(index)},
+                          {"classification", "skipped"}, {"reason", result.skipped}});
+      if (summary.skipped() == 1) first_skipped = "case " + std::to_string(index) + ": " + result.skipped;
+    }
     for (const PropertyResult& r : result.results) {
       if (r.classification == Classification::pass) continue;
       report_finding(index, r.property, to_string(r.classification), is_alarm(r.classification), r.sut.describe(),
@@ -394,12 +405,14 @@ int command_run(const Args& args) {
     }
   };
   const int64_t threads = args.number("threads", 0, 0, 1024);
+  RunOptions run_options;
+  run_options.cpu_memory_budget = args.number("cpu-memory-budget", 0, 0, INT64_MAX / 2);
   bool threads_set = false;
   auto check = [&](int64_t index) {
     // Set where the cases run (the worker), so this process keeps clear of torch's thread pools.
     if (threads > 0 && !threads_set) at::set_num_threads(static_cast<int>(threads));
     threads_set = true;
-    return check_case(draw_case(gen, seed + static_cast<uint64_t>(index)), *oracle, *sut);
+    return check_case(draw_case(gen, seed + static_cast<uint64_t>(index)), *oracle, *sut, run_options);
   };
 
   int64_t crashes = 0;
@@ -428,6 +441,10 @@ int command_run(const Args& args) {
             << (total_seconds > 0 ? summary.cases() / total_seconds : 0.0) << " cases/s), sut " << sut->name()
             << ", oracle " << oracle->name() << ", seed " << seed << (g_interrupted ? ", interrupted" : "") << "\n\n"
             << summary.table() << "\n";
+  if (summary.skipped() > 0) {
+    std::cout << "skipped: " << summary.skipped() << " cases too large for the memory (first, " << first_skipped
+              << ")\n";
+  }
   if (crashes > 0) std::cout << "crashes: " << crashes << " cases crashed the worker process\n";
   if (summary.alarms() + crashes > 0) {
     std::cout << "FAIL: " << summary.alarms() << " regression or divergent verdicts, " << crashes
@@ -452,6 +469,7 @@ int command_run(const Args& args) {
                    {"op_executions", op_executions},
                    {"interrupted", g_interrupted.load()},
                    {"crashes", crashes},
+                   {"skipped", summary.skipped()},
                    {"summary", summary.to_json()},
                    {"findings", findings}};
     write_json_report(args.get("json", "-"), report);
@@ -888,7 +906,7 @@ int main(int argc, char** argv) {
     if (command == "run") {
       return command_run(Args(argc, argv, 2, {"help", "quiet", "no-isolate"},
                               {"sut", "oracle", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json",
-                               "threads"}));
+                               "threads", "cpu-memory-budget"}));
     }
     if (command == "repro") return command_repro(Args(argc, argv, 2, {"help"}, {"sut", "oracle", "json", "limits"}));
     if (command == "show") return command_show(Args(argc, argv, 2, {"help"}, {"limits"}));

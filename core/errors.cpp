@@ -15,6 +15,8 @@ RaisedError describe_current_exception() {
     return {"ValueError", error.what_without_backtrace()};
   } catch (const c10::TypeError& error) {
     return {"TypeError", error.what_without_backtrace()};
+  } catch (const c10::OutOfMemoryError& error) {
+    return {"OutOfMemoryError", error.what_without_backtrace()};
   } catch (const c10::NotImplementedError& error) {
     return {"NotImplementedError", error.what_without_backtrace()};
   } catch (const c10::Error& error) {

@@ -22,6 +22,8 @@ class PythonError : public std::runtime_error {
 struct RaisedError {
   std::string type;     // "TypeError", "RuntimeError", ...
   std::string message;  // without any C++ backtrace
+  // The device, or the CPU budget, ran out of memory: the case is too large, not wrong.
+  bool out_of_memory() const { return type == "OutOfMemoryError" || type == "MemoryError"; }
   friend bool operator==(const RaisedError& a, const RaisedError& b) {
     return a.type == b.type && a.message == b.message;
   }

@@ -344,6 +344,12 @@ class Interpreter {
   std::shared_ptr<std::vector<Produced>> produced_ = std::make_shared<std::vector<Produced>>();
 };
 
+// The harness's record of the RNG states: its allocations are not the run's.
+rng::Snapshot harness_snapshot() {
+  memory::Uncounted uncounted;
+  return rng::snapshot();
+}
+
 // Distinct, fixed weights per output, so that each output's gradient is told apart.
 at::Tensor loss_weight(const Case& c, size_t output_index, const at::Tensor& output) {
   at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(c.seed ^ (0xA5A5A5A5ULL * (output_index + 1)));
@@ -391,7 +397,8 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
 
   std::optional<memory::CpuProbe> probe;
   const bool measure = options.measure_memory;
-  if (measure && !on_cuda) probe.emplace();
+  if ((measure || options.cpu_memory_budget > 0) && !on_cuda) probe.emplace();
+  if (probe && options.cpu_memory_budget > 0) probe->set_budget(options.cpu_memory_budget);
   auto held = [&] { return on_cuda ? memory::cuda_current() : probe->current(); };
   auto peak = [&] { return on_cuda ? memory::cuda_peak() : probe->peak(); };
   auto reset_peak = [&] {
@@ -399,7 +406,13 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
     else probe->reset_peak();
   };
 
-  std::vector<at::Tensor> leaves = make_leaves(c);
+  std::vector<at::Tensor> leaves;
+  try {
+    leaves = make_leaves(c);
+  } catch (...) {
+    obs.error = ErrorRecord{0, "setup", describe_current_exception(), harness_snapshot(), harness_snapshot()};
+    return obs;
+  }
   Values leaf_values(leaves.begin(), leaves.end());
   Interpreter interpreter(c, implementation, options, obs);
 
@@ -407,7 +420,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
     interpreter.start_iteration(iteration);
     IterationRecord record;
     const char* phase = "forward";
-    rng::Snapshot phase_start = rng::snapshot();
+    rng::Snapshot phase_start = harness_snapshot();
     const bool timeline = measure && !on_cuda && options.record_timeline && iteration + 1 == c.iterations;
     if (measure) reset_peak();
     if (timeline) probe->start_timeline();
@@ -424,11 +437,11 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
       }
       record.loss = clone_for_record(loss);
       phase = "backward";
-      phase_start = rng::snapshot();
+      phase_start = harness_snapshot();
       if (loss.defined()) torch::autograd::backward({loss});
     } catch (...) {
       if (timeline) obs.timeline = probe->stop_timeline();
-      obs.error = ErrorRecord{iteration, phase, describe_current_exception(), rng::snapshot(), std::move(phase_start)};
+      obs.error = ErrorRecord{iteration, phase, describe_current_exception(), harness_snapshot(), std::move(phase_start)};
       break;
     }
     // The outputs and the loss are gone: what is held now is the floor.
@@ -446,7 +459,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
       record.leaf_grads.push_back(clone_for_record(leaf.grad()));
       record.leaf_data.push_back(clone_for_record(leaf));
     }
-    record.rng = rng::snapshot();
+    record.rng = harness_snapshot();
     record.checkpointing_flag = is_checkpointing();
     obs.iterations.push_back(std::move(record));
   }

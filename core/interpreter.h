@@ -71,6 +71,7 @@ struct RunOptions {
   bool record_segment_calls = true;
   bool measure_memory = true;   // CPU: installs the counting allocator for the run
   bool record_timeline = false;
+  int64_t cpu_memory_budget = 0;  // bytes; on CPU, allocations beyond it raise OutOfMemoryError
 };
 
 Observations run_case(const Case& c, CheckpointImplementation& implementation,

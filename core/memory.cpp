@@ -6,6 +6,7 @@
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/util/Exception.h>
 
 #include "core/torch_compat.h"
 
@@ -22,6 +23,10 @@ thread_local bool t_uncounted = false;
 class CountingAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t n) RECHECK_ALLOCATE_CONST override {
+    if (!t_uncounted && budget_ > 0 && current_.load() + static_cast<int64_t>(n) > budget_) {
+      C10_THROW_ERROR(OutOfMemoryError, "recheck: allocating " + std::to_string(n) + " bytes would exceed the CPU memory budget of " +
+                                            std::to_string(budget_) + " bytes (" + std::to_string(current_.load()) + " in use)");
+    }
     c10::DataPtr inner = previous_->allocate(n);
     if (t_uncounted) return inner;
     void* data = inner.get();
@@ -42,9 +47,12 @@ class CountingAllocator final : public c10::Allocator {
   }
   void uninstall() { c10::SetCPUAllocator(previous_, kPriority); }
 
-  // A new probe: counts start from zero.
+  void set_budget(int64_t bytes) { budget_ = bytes; }
+
+  // A new probe: counts start from zero, with no budget.
   void begin_epoch() {
     ++epoch_;
+    budget_ = 0;
     current_.store(0);
     peak_.store(0);
   }
@@ -106,6 +114,7 @@ class CountingAllocator final : public c10::Allocator {
   size_t timeline_limit_ = 0;
   mutable std::atomic<bool> recording_{false};
   std::atomic<uint64_t> epoch_{0};
+  int64_t budget_ = 0;
 };
 
 bool g_installed = false;
@@ -127,6 +136,7 @@ CpuProbe::~CpuProbe() {
 int64_t CpuProbe::current() const { return CountingAllocator::instance().current(); }
 int64_t CpuProbe::peak() const { return CountingAllocator::instance().peak(); }
 void CpuProbe::reset_peak() { CountingAllocator::instance().reset_peak(); }
+void CpuProbe::set_budget(int64_t bytes) { CountingAllocator::instance().set_budget(bytes); }
 void CpuProbe::start_timeline(size_t limit) { CountingAllocator::instance().start_timeline(limit); }
 std::vector<int64_t> CpuProbe::stop_timeline() { return CountingAllocator::instance().stop_timeline(); }
 

@@ -22,6 +22,10 @@ class CpuProbe {
   int64_t peak() const;     // the most `current` has been since the last reset_peak
   void reset_peak();
 
+  // Refuses, with c10::OutOfMemoryError, an allocation that would take `current` over
+  // `bytes`: a device of that size, emulated on CPU. 0: no budget.
+  void set_budget(int64_t bytes);
+
   // Records `current` after every allocation and free until stop_timeline(), at most `limit`
   // points (later events are dropped).
   void start_timeline(size_t limit = 1 << 20);

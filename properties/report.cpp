@@ -24,14 +24,22 @@ bool CaseResult::all_pass() const {
   return true;
 }
 
-CaseResult check_case(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut) {
+CaseResult check_case(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut,
+                      const RunOptions& options) {
   EagerExecution eager;
-  const Observations eager_run = run_case(c, eager);
-  const Observations oracle_run = run_case(c, oracle);
-  const Observations sut_run = run_case(c, sut);
+  const Observations eager_run = run_case(c, eager, options);
+  const Observations oracle_run = run_case(c, oracle, options);
+  const Observations sut_run = run_case(c, sut, options);
   CaseResult result;
-  result.results = check_properties(eager_run, oracle_run, sut_run);
   result.op_executions = eager_run.op_executions + oracle_run.op_executions + sut_run.op_executions;
+  for (const Observations* run : {&eager_run, &oracle_run, &sut_run}) {
+    if (run->error && run->error->error.out_of_memory()) {
+      result.skipped = run->implementation + " ran out of memory in iteration " + std::to_string(run->error->iteration) +
+                       " " + run->error->phase + ": " + run->error->error.message;
+      return result;
+    }
+  }
+  result.results = check_properties(eager_run, oracle_run, sut_run);
   return result;
 }
 
@@ -85,6 +93,7 @@ std::string describe_results(const std::vector<PropertyResult>& results) {
 
 void Summary::add(const CaseResult& result) {
   ++cases_;
+  if (!result.skipped.empty()) ++skipped_;
   for (const PropertyResult& r : result.results) ++counts_[r.property][static_cast<size_t>(r.classification)];
 }
 

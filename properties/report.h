@@ -18,11 +18,15 @@ namespace recheck {
 struct CaseResult {
   std::vector<PropertyResult> results;
   int64_t op_executions = 0;  // over the three runs
+  // Set when a run ran out of memory: the case is too large for the device (or the CPU
+  // budget), so no property was checked. Not a failure.
+  std::string skipped;
   bool has_alarm() const;
   bool all_pass() const;
 };
 
-CaseResult check_case(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut);
+CaseResult check_case(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut,
+                      const RunOptions& options = {});
 
 // Hunting a mutant: generated cases from `first_seed` on (case i uses draw seed first_seed + i)
 // until one shows a regression or a divergence, or the budget is spent.
@@ -53,6 +57,7 @@ class Summary {
  public:
   void add(const CaseResult& result);
   int64_t cases() const { return cases_; }
+  int64_t skipped() const { return skipped_; }
   int64_t count(Classification c) const;
   int64_t alarms() const { return count(Classification::regression) + count(Classification::divergent); }
   std::string table() const;
@@ -60,6 +65,7 @@ class Summary {
 
  private:
   int64_t cases_ = 0;
+  int64_t skipped_ = 0;
   std::map<std::string, std::array<int64_t, kClassificationCount>> counts_;
 };
 

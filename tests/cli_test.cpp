@@ -213,4 +213,18 @@ TEST(Determinism, a_case_gives_the_same_evidence_whatever_ran_before_it) {
   EXPECT_EQ(nlohmann::json(alone).dump(), nlohmann::json(in_batch).dump());
 }
 
+TEST(Cli, a_case_too_large_for_the_memory_is_skipped_and_named_not_failed) {
+  const std::string json_path = ::testing::TempDir() + "/skipped.json";
+  const Result r = run("run --seed 1 --cases 20 --quiet --cpu-memory-budget 3000 --out " + ::testing::TempDir() +
+                       "/skipped --json " + json_path);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("cases too large for the memory (first, case "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ran out of memory"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("crash"), std::string::npos) << r.output;
+  std::ifstream in(json_path);
+  const nlohmann::json report = nlohmann::json::parse(in);
+  EXPECT_GT(report.at("skipped").get<int64_t>(), 0);
+  EXPECT_EQ(report.at("crashes").get<int64_t>(), 0);
+}
+
 }  // namespace
