@@ -2,6 +2,8 @@
 //   recheck run      draw random cases, check every property, print a table of verdicts
 //   recheck repro    replay one case file, print each property's verdict and evidence
 //   recheck show     print a case file's graph as indented text
+//   recheck minimize shrink a failing case (JSON or a fuzzer's crash file) to a small JSON case
+//   recheck replay   replay corpus cases and check the expectation each one records
 //   recheck variants list the checkpoint variants
 //   recheck mutants  hunt every mutant variant: killed or survived, by what, after how many cases
 //   recheck memory   the PR's memory measurement, reproduced on a synthetic residual-stream model
@@ -35,9 +37,11 @@
 #include <ATen/Parallel.h>
 
 #include "core/case.h"
+#include "core/errors.h"
 #include "core/interpreter.h"
 #include "oracles/eager.h"
 #include "properties/generator.h"
+#include "properties/reduce.h"
 #include "properties/report.h"
 #include "suts/checkpoint.h"
 
@@ -121,6 +125,8 @@ commands:
   run        draw random cases, check every property of a variant against the oracle
   repro      replay one case file and print each property's verdict and evidence
   show       print a case file's graph as indented text
+  minimize   shrink a failing case (JSON, or a fuzzer's crash file) to a small JSON case
+  replay     replay corpus cases (files or folders) and check what each one records it shows
   variants   list the checkpoint variants
   mutants    run the suite against every mutant variant and print which it kills, how fast
   memory     measure the allocator floor and peak of sut and oracle on a residual-stream model
@@ -155,20 +161,52 @@ options:
                     reported as a `crash` finding with its case saved, and the run goes on
 )";
 
-const char* kReproHelp = R"(usage: recheck repro CASE.json [--sut NAME] [--oracle NAME] [--json FILE] [--limits LIST]
+const char* kReproHelp = R"(usage: recheck repro CASE [--sut NAME] [--oracle NAME] [--json FILE] [--limits LIST] [--bytes]
 
 Replays one case (eager, oracle, sut) and prints the graph, then each property's verdict with
 its evidence. Exit code 1 when a property shows a regression or a divergence.
+
+CASE is a JSON case file, or an input of the fuzz target recheck_fuzz_check (a crash file, a
+corpus entry), which is decoded the way the target decodes it. A file named *.json, or whose
+text starts with '{', is read as JSON; any other is read as fuzzer bytes; --bytes forces bytes.
+--device cpu|cuda is the device a fuzzer input decodes to (default cpu).
 
 --limits name=value,...  raises or lowers the limits a case file is held to; the names and
                          defaults: file_bytes=67108864, ops=100000, depth=64,
                          leaf_elements=16777216, leaf_bytes=1073741824, iterations=100
 )";
 
-const char* kShowHelp = R"(usage: recheck show CASE.json [--limits LIST]
+const char* kShowHelp = R"(usage: recheck show CASE [--limits LIST] [--bytes] [--json]
 
-Prints the case's graph as indented text: leaves, ops, checkpoint bodies (marked with |).
+Prints the case's graph as indented text: leaves, ops, checkpoint bodies (marked with |), or
+with --json the case as JSON (a fuzzer input turned into a case file). CASE, --bytes and
 --limits as for `recheck repro`.
+)";
+
+const char* kMinimizeHelp = R"(usage: recheck minimize CASE [--sut NAME] [--oracle NAME] [--property NAME] [--out FILE]
+
+Shrinks a failing case while the same property keeps failing the same way (the same
+classification: regression or divergent), and writes the smallest case found as JSON, with a
+note saying what it shows and the expectations `recheck replay` checks. The reducer drops ops,
+inlines checkpoints and forks, drops checkpoint arguments, outputs and unused leaves, shrinks
+shapes, and simplifies the dtype, the iteration count and requires_grad flags.
+
+CASE is a JSON case or a fuzzer input (as for `recheck repro`: --bytes, --device, --limits).
+--sut NAME        the variant the case fails on (default clearing)
+--oracle NAME     reference variant (default nonclearing)
+--property NAME   the property to keep failing (default: the first that raises an alarm)
+--out FILE        where to write the minimized case (default: CASE's name + .min.json)
+Exit codes: 0 minimized and written; 2 bad input, or the case shows no alarm to minimize.
+)";
+
+const char* kReplayHelp = R"(usage: recheck replay PATH... [--oracle NAME] [--json FILE]
+
+Replays corpus cases: every *.json under each folder given, and each file given, and checks
+what each case records under "expect": for each {sut, property, classification} that `property`
+is classified `classification` when `sut` is checked against the oracle. Property "*" with
+classification "no-alarm" means no property raises an alarm. A case without expectations is
+expected to raise no alarm on the correct variant `clearing`. Prints one line per expectation.
+Exit codes: 0 every expectation holds; 1 one does not; 2 a file is not a valid case.
 )";
 
 std::atomic<bool> g_interrupted{false};
@@ -477,10 +515,45 @@ int command_run(const Args& args) {
   return summary.alarms() + crashes > 0 ? 1 : 0;
 }
 
+// A JSON case file, or an input of recheck_fuzz_check decoded as the target decodes it.
+Case load_case_or_fuzz_input(const std::string& path, const Limits& limits, bool force_bytes, const std::string& device) {
+  std::error_code error;
+  const auto size = std::filesystem::file_size(path, error);
+  if (error) throw CaseError(path + ": cannot open the file");
+  if (static_cast<int64_t>(size) > limits.file_bytes) {
+    throw CaseError(path + ": the file has " + std::to_string(size) + " bytes, over the limit file_bytes=" +
+                    std::to_string(limits.file_bytes) + " (raise it with --limits file_bytes=N)");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CaseError(path + ": cannot open the file");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto first = text.find_first_not_of(" \t\r\n");
+  const bool json_name = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  if (!force_bytes && (json_name || (first != std::string::npos && text[first] == '{'))) {
+    return parse_case_text(text, path, limits);
+  }
+  GenOptions options;
+  options.device = device;
+  Case c = decode_case(reinterpret_cast<const uint8_t*>(text.data()), text.size(), options);
+  c.note = "decoded from the fuzzer input " + std::filesystem::path(path).filename().string() + " (" +
+           std::to_string(text.size()) + " bytes)";
+  return c;
+}
+
 Case load_positional_case(const Args& args, const char* command) {
   if (args.positional().size() != 1) throw UsageError(std::string(command) + " takes one case file");
   const Limits limits = args.has("limits") ? parse_limits(args.get("limits", "")) : Limits{};
-  return load_case_file(args.positional()[0], limits);
+  const std::string device = args.get("device", "cpu");
+  if (device != "cpu" && device != "cuda") throw UsageError("--device: expected cpu or cuda, got '" + device + "'");
+  return load_case_or_fuzz_input(args.positional()[0], limits, args.flag("bytes"), device);
+}
+
+std::unique_ptr<CheckpointImplementation> make_variant(const std::string& name) {
+  try {
+    return make_checkpoint(name);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(error.what());
+  }
 }
 
 int command_repro(const Args& args) {
@@ -489,14 +562,8 @@ int command_repro(const Args& args) {
     return 0;
   }
   const Case c = load_positional_case(args, "repro");
-  std::unique_ptr<CheckpointImplementation> sut;
-  std::unique_ptr<CheckpointImplementation> oracle;
-  try {
-    sut = make_checkpoint(args.get("sut", "clearing"));
-    oracle = make_checkpoint(args.get("oracle", "nonclearing"));
-  } catch (const std::invalid_argument& error) {
-    throw UsageError(error.what());
-  }
+  const auto sut = make_variant(args.get("sut", "clearing"));
+  const auto oracle = make_variant(args.get("oracle", "nonclearing"));
   std::cout << show(c);
   if (!c.note.empty()) std::cout << "note: " << c.note << "\n";
   std::cout << "\nsut " << sut->name() << ", oracle " << oracle->name() << ":\n";
@@ -525,8 +592,148 @@ int command_show(const Args& args) {
     std::cout << kShowHelp;
     return 0;
   }
-  std::cout << show(load_positional_case(args, "show"));
+  const Case c = load_positional_case(args, "show");
+  if (args.flag("json")) {
+    std::cout << to_json(c).dump(2) << "\n";
+  } else {
+    std::cout << show(c);
+  }
   return 0;
+}
+
+int command_minimize(const Args& args) {
+  if (args.flag("help")) {
+    std::cout << kMinimizeHelp;
+    return 0;
+  }
+  const Case original = load_positional_case(args, "minimize");
+  const auto sut = make_variant(args.get("sut", "clearing"));
+  const auto oracle = make_variant(args.get("oracle", "nonclearing"));
+  const std::string property = args.get("property", "");
+  if (!property.empty() && find_property(property) == nullptr) throw UsageError("--property: no property named '" + property + "'");
+  const auto start = Clock::now();
+  const CaseResult first = check_case(original, *oracle, *sut);
+  const std::optional<FailureSignature> signature = find_alarm(first, property);
+  if (!signature) {
+    std::cerr << "recheck minimize: " << args.positional()[0] << " shows no "
+              << (property.empty() ? "alarm" : "alarm in " + property) << " on " << sut->name() << " against "
+              << oracle->name() << ": nothing to minimize\n";
+    return 2;
+  }
+  std::cout << "minimizing: " << sut->name() << " " << signature->property << " " << to_string(signature->classification)
+            << "\n";
+  ReduceStats reduce_stats;
+  Case smallest = reduce_case(original, [&](const Case& candidate) {
+    return shows(check_case(candidate, *oracle, *sut), *signature);
+  }, &reduce_stats);
+  const CaseStats before = stats(original);
+  const CaseStats after = stats(smallest);
+  smallest.note = sut->name() + ": " + signature->property + " " + to_string(signature->classification) +
+                  " against " + oracle->name() + " (minimized by recheck minimize from " +
+                  std::filesystem::path(args.positional()[0]).filename().string() + ", " + std::to_string(before.ops) +
+                  " ops)";
+  smallest.expect = {Expectation{sut->name(), signature->property, to_string(signature->classification)}};
+  // The correct variant's verdict on the same case, recorded too when it raises no alarm, so
+  // that a replay also catches a suite that starts crying wolf on it.
+  if (sut->name() != "clearing") {
+    const auto clearing = make_variant("clearing");
+    if (!check_case(smallest, *oracle, *clearing).has_alarm()) smallest.expect.push_back(Expectation{"clearing", "*", "no-alarm"});
+  }
+  const std::string out = args.get("out", args.positional()[0] + ".min.json");
+  save_case_file(smallest, out);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::cout << "ops " << before.ops << " -> " << after.ops << ", checkpoints " << before.checkpoints << " -> "
+            << after.checkpoints << ", nesting depth " << before.max_depth << " -> " << after.max_depth << ", leaves "
+            << original.leaves.size() << " -> " << smallest.leaves.size() << "\n"
+            << reduce_stats.candidates << " candidates checked, " << reduce_stats.accepted << " kept, "
+            << std::fixed << std::setprecision(1) << seconds << " s\n"
+            << show(smallest) << "wrote " << out << "\nreplay: recheck repro " << out << " --sut " << sut->name()
+            << "\n";
+  return 0;
+}
+
+// Every *.json under the paths given, sorted, so that a replay is the same everywhere.
+std::vector<std::string> corpus_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& path : paths) {
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error)) {
+      std::vector<std::string> found;
+      for (const auto& entry : std::filesystem::recursive_directory_iterator(path)) {
+        if (entry.is_regular_file() && entry.path().extension() == ".json") found.push_back(entry.path().string());
+      }
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (std::filesystem::exists(path, error)) {
+      files.push_back(path);
+    } else {
+      throw UsageError(path + ": no such file or folder");
+    }
+  }
+  return files;
+}
+
+int command_replay(const Args& args) {
+  if (args.flag("help")) {
+    std::cout << kReplayHelp;
+    return 0;
+  }
+  if (args.positional().empty()) throw UsageError("replay takes case files or folders");
+  const auto oracle = make_variant(args.get("oracle", "nonclearing"));
+  std::map<std::string, std::unique_ptr<CheckpointImplementation>> suts;
+  int held = 0;
+  int failed = 0;
+  json lines = json::array();
+  for (const std::string& file : corpus_files(args.positional())) {
+    const Case c = load_case_file(file);
+    std::vector<Expectation> expectations = c.expect;
+    if (expectations.empty()) expectations.push_back(Expectation{"clearing", "*", "no-alarm"});
+    for (std::size_t i = 0; i < expectations.size(); ++i) {
+      const Expectation& e = expectations[i];
+      const std::string field = file + ": case.expect[" + std::to_string(i) + "]";
+      if (e.property != "*" && find_property(e.property) == nullptr) {
+        throw CaseError(field + ".property: no property named '" + e.property + "'");
+      }
+      if ((e.property == "*") != (e.classification == "no-alarm")) {
+        throw CaseError(field + ": property \"*\" goes with classification \"no-alarm\", and only with it");
+      }
+      if (!suts.count(e.sut)) {
+        try {
+          suts[e.sut] = make_checkpoint(e.sut);
+        } catch (const std::invalid_argument& error) {
+          throw CaseError(field + ".sut: " + error.what());
+        }
+      }
+    }
+    std::map<std::string, CaseResult> results;
+    for (const Expectation& e : expectations) {
+      if (!results.count(e.sut)) results.emplace(e.sut, check_case(c, *oracle, *suts[e.sut]));
+      const CaseResult& result = results.at(e.sut);
+      std::string got;
+      if (!result.skipped.empty()) {
+        got = "skipped (" + result.skipped + ")";
+      } else if (e.property == "*") {
+        const auto alarm = find_alarm(result);
+        got = alarm ? alarm->property + " " + to_string(alarm->classification) : "no-alarm";
+      } else {
+        for (const PropertyResult& r : result.results) {
+          if (r.property == e.property) got = to_string(r.classification);
+        }
+      }
+      const bool ok = got == e.classification;
+      (ok ? held : failed) += 1;
+      std::cout << (ok ? "ok    " : "FAIL  ") << file << "  " << e.sut << " " << e.property << " "
+                << e.classification << (ok ? "" : ", got " + got) << "\n";
+      lines.push_back({{"file", file}, {"sut", e.sut}, {"property", e.property}, {"expected", e.classification},
+                       {"got", got}, {"ok", ok}});
+    }
+  }
+  std::cout << held << " expectations hold, " << failed << " do not\n";
+  if (args.has("json")) {
+    write_json_report(args.get("json", "-"), {{"tool", "recheck"}, {"command", "replay"}, {"oracle", oracle->name()},
+                                              {"held", held}, {"failed", failed}, {"expectations", lines}});
+  }
+  return failed > 0 ? 1 : 0;
 }
 
 int command_variants(const Args& args) {
@@ -902,14 +1109,22 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string command = argv[1];
+  skip_libtorch_backtraces();
   try {
     if (command == "run") {
       return command_run(Args(argc, argv, 2, {"help", "quiet", "no-isolate"},
                               {"sut", "oracle", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json",
                                "threads", "cpu-memory-budget"}));
     }
-    if (command == "repro") return command_repro(Args(argc, argv, 2, {"help"}, {"sut", "oracle", "json", "limits"}));
-    if (command == "show") return command_show(Args(argc, argv, 2, {"help"}, {"limits"}));
+    if (command == "repro") {
+      return command_repro(Args(argc, argv, 2, {"help", "bytes"}, {"sut", "oracle", "json", "limits", "device"}));
+    }
+    if (command == "show") return command_show(Args(argc, argv, 2, {"help", "bytes", "json"}, {"limits", "device"}));
+    if (command == "minimize") {
+      return command_minimize(Args(argc, argv, 2, {"help", "bytes"},
+                                   {"sut", "oracle", "property", "out", "limits", "device"}));
+    }
+    if (command == "replay") return command_replay(Args(argc, argv, 2, {"help"}, {"oracle", "json"}));
     if (command == "variants") return command_variants(Args(argc, argv, 2, {"help"}, {}));
     if (command == "mutants") {
       stop_on_interrupt();

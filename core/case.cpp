@@ -584,12 +584,19 @@ json to_json(const Case& c) {
           {"leaves", std::move(leaves)},
           {"root", segment_to_json(c.root)}};
   if (!c.note.empty()) j["note"] = c.note;
+  if (!c.expect.empty()) {
+    json expect = json::array();
+    for (const Expectation& e : c.expect) {
+      expect.push_back({{"sut", e.sut}, {"property", e.property}, {"classification", e.classification}});
+    }
+    j["expect"] = std::move(expect);
+  }
   return j;
 }
 
 Case case_from_json(const json& j, const Limits& limits) {
   const Reader r(j, "case");
-  r.only({"format", "version", "seed", "dtype", "device", "iterations", "leaves", "root", "note"});
+  r.only({"format", "version", "seed", "dtype", "device", "iterations", "leaves", "root", "note", "expect"});
   if (r.field("format").string() != "recheck-case") r.field("format").fail("\"recheck-case\"");
   const int64_t version = r.field("version").integer(INT64_MIN, INT64_MAX);
   if (version != kCaseFormatVersion) {
@@ -598,6 +605,13 @@ Case case_from_json(const json& j, const Limits& limits) {
   }
   Case c;
   if (r.has("note")) c.note = r.field("note").string();
+  if (r.has("expect")) {
+    for (const Reader& e : r.field("expect").items()) {
+      e.only({"sut", "property", "classification"});
+      c.expect.push_back(Expectation{e.field("sut").string(), e.field("property").string(),
+                                     e.field("classification").string()});
+    }
+  }
   c.seed = r.field("seed").unsigned_integer();
   c.dtype = r.field("dtype").choice(kDTypes);
   if (c.dtype != DType::float32 && c.dtype != DType::float64 && c.dtype != DType::bfloat16) {
@@ -718,6 +732,22 @@ CaseStats stats(const Case& c) {
   return s;
 }
 
+Case parse_case_text(const std::string& text, const std::string& origin, const Limits& limits) {
+  const int64_t size = static_cast<int64_t>(text.size());
+  if (size > limits.file_bytes) throw CaseError(origin + ": " + over_limit("file size", size, "file_bytes", limits.file_bytes));
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& error) {
+    throw CaseError(origin + ": not valid JSON: " + error.what());
+  }
+  try {
+    return case_from_json(j, limits);
+  } catch (const CaseError& error) {
+    throw CaseError(origin + ": " + error.what());
+  }
+}
+
 Case load_case_file(const std::string& path, const Limits& limits) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw CaseError(path + ": cannot open the file");
@@ -726,17 +756,7 @@ Case load_case_file(const std::string& path, const Limits& limits) {
   in.seekg(0);
   std::stringstream buffer;
   buffer << in.rdbuf();
-  json j;
-  try {
-    j = json::parse(buffer.str());
-  } catch (const json::parse_error& error) {
-    throw CaseError(path + ": not valid JSON: " + error.what());
-  }
-  try {
-    return case_from_json(j, limits);
-  } catch (const CaseError& error) {
-    throw CaseError(path + ": " + error.what());
-  }
+  return parse_case_text(buffer.str(), path, limits);
 }
 
 void write_file_atomically(const std::string& path, const std::string& contents) {

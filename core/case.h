@@ -151,8 +151,21 @@ struct Leaf {
   Fill fill = Fill::randn;
 };
 
+// What a corpus case records it shows: `property` is classified `classification` ("pass",
+// "regression", "pre-existing", ...) when variant `sut` is checked against the oracle.
+// `recheck replay` checks every expectation of every case it is given.
+struct Expectation {
+  std::string sut;
+  std::string property;
+  std::string classification;
+  bool operator==(const Expectation& o) const {
+    return sut == o.sut && property == o.property && classification == o.classification;
+  }
+};
+
 struct Case {
   std::string note;  // free text: what a corpus case found or exercises
+  std::vector<Expectation> expect;
   uint64_t seed = 0;
   DType dtype = DType::float32;
   std::string device = "cpu";
@@ -205,6 +218,9 @@ class CaseError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Parses and validates the text of a case file; errors start with `origin` (the file's name).
+// Throws only CaseError, whatever the text (recheck_fuzz_inputs holds it to that).
+Case parse_case_text(const std::string& text, const std::string& origin, const Limits& limits = {});
 // Parses and validates `path`; errors name the file.
 Case load_case_file(const std::string& path, const Limits& limits = {});
 // Writes to a temporary name in the same folder and renames, so no half-written file remains.

@@ -1,8 +1,16 @@
 #include "core/errors.h"
 
+#include <functional>
+#include <string>
+
 #include <c10/util/Exception.h>
+#include <c10/util/Logging.h>
 
 namespace recheck {
+
+void skip_libtorch_backtraces() {
+  c10::SetStackTraceFetcher(std::function<std::string()>([] { return std::string(); }));
+}
 
 RaisedError describe_current_exception() {
   try {

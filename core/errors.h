@@ -29,6 +29,11 @@ struct RaisedError {
   }
 };
 
+// libtorch 1.13 captures and symbolizes a C++ backtrace for every c10::Error it throws (about a
+// millisecond each, more than a whole case costs); recheck reports errors without backtraces, so
+// its programs turn the capture off at start. Process-wide; libtorch 2.x captures lazily anyway.
+void skip_libtorch_backtraces();
+
 // Names the exception currently being handled, the way Python would see it.
 RaisedError describe_current_exception();
 

@@ -4,11 +4,40 @@
 #include <optional>
 #include <set>
 
+#include <fuzzer/FuzzedDataProvider.h>
+
 #include "suts/rng.h"
 
 namespace recheck {
 
 namespace {
+
+// What the generator knows of a value while it builds a segment, to pick fitting operands.
+// Every choice the generator makes goes through choose_in_range and choose_weighted: RapidCheck
+// draws it when a property test or `recheck run` generates a case (and shrinks it towards the
+// first alternative), the fuzzer's bytes when decode_case reads one. One builder, two sources,
+// so that decoded cases are as valid and reach the same corners as generated ones.
+thread_local FuzzedDataProvider* t_bytes = nullptr;
+
+// In [lo, hi). Out of bytes, FuzzedDataProvider yields lo: a short input decodes to a small case.
+template <typename T>
+T choose_in_range(T lo, T hi) {
+  if (t_bytes != nullptr) return t_bytes->ConsumeIntegralInRange<T>(lo, hi - 1);
+  return *rc::gen::inRange<T>(lo, hi);
+}
+
+template <typename T>
+T choose_weighted(std::initializer_list<std::pair<std::size_t, T>> weights) {
+  if (t_bytes == nullptr) return *rc::gen::weightedElement<T>(weights);
+  std::size_t total = 0;
+  for (const auto& [weight, value] : weights) total += weight;
+  std::size_t draw = t_bytes->ConsumeIntegralInRange<std::size_t>(0, total - 1);
+  for (const auto& [weight, value] : weights) {
+    if (draw < weight) return value;
+    draw -= weight;
+  }
+  return weights.begin()->second;  // not reached: draw < total
+}
 
 // What the generator knows of a value while it builds a segment, to pick fitting operands.
 struct ValueInfo {
@@ -29,12 +58,12 @@ bool is_float_tensor(const ValueInfo& v) {
 
 template <typename T>
 T pick(const std::vector<T>& options) {
-  return *rc::gen::elementOf(options);
+  return options[choose_in_range<std::size_t>(0, options.size())];
 }
 
 // Picks among weighted alternatives; shrinking moves towards the first one.
 size_t pick_weighted(std::initializer_list<std::pair<std::size_t, size_t>> weights) {
-  return *rc::gen::weightedElement<size_t>(weights);
+  return choose_weighted<size_t>(weights);
 }
 
 class SegmentBuilder {
@@ -49,7 +78,7 @@ class SegmentBuilder {
   // `nested_first`: the body starts with a checkpoint of its own, as a layer that checkpoints a
   // sub-layer and then uses its own weights and inputs on the result.
   Segment build(bool is_root, bool nested_first = false) {
-    const int op_count = *rc::gen::inRange(1, options_.max_ops + 1);
+    const int op_count = choose_in_range(1, options_.max_ops + 1);
     int i = 0;
     if (nested_first && depth_ < options_.max_depth && !float_tensors().empty()) {
       add_checkpoint();
@@ -88,7 +117,7 @@ class SegmentBuilder {
     for (int c : candidates) {
       if (static_cast<size_t>(c) < input_count_) own.push_back(c);
     }
-    if (!own.empty() && *rc::gen::inRange(0, 2) == 0) candidates = own;
+    if (!own.empty() && choose_in_range(0, 2) == 0) candidates = own;
   }
 
   void push(Op op, ValueInfo info) {
@@ -126,7 +155,7 @@ class SegmentBuilder {
         out.requires_grad = xi.requires_grad || values_[b].requires_grad;
         push(Binary{fn, x, b}, out);
         // In place on an intermediate no op has read yet: add and sub save nothing of their output.
-        if (fn != Binary::Fn::mul && *rc::gen::inRange(0, 4) == 3) {
+        if (fn != Binary::Fn::mul && choose_in_range(0, 4) == 3) {
           const int target = static_cast<int>(values_.size()) - 1;
           push(InPlace{pick(std::vector<InPlace::Fn>{InPlace::Fn::mul, InPlace::Fn::add}),
                        pick(std::vector<double>{2.0, 0.5, -1.0}), target},
@@ -152,7 +181,7 @@ class SegmentBuilder {
         for (const auto& pair : pairs) {
           if (static_cast<size_t>(pair.second) < input_count_) with_input.push_back(pair);
         }
-        if (!with_input.empty() && *rc::gen::inRange(0, 2) == 0) pairs = with_input;
+        if (!with_input.empty() && choose_in_range(0, 2) == 0) pairs = with_input;
         const auto [a, b] = pick(pairs);
         ValueInfo out = values_[a];
         out.shape = {values_[a].shape[0], values_[b].shape[1]};
@@ -192,7 +221,7 @@ class SegmentBuilder {
       case kRandom: {
         Random op;
         op.fn = pick(std::vector<Random::Fn>{Random::Fn::dropout, Random::Fn::noise});
-        op.source = *rc::gen::weightedElement<RngSource>(
+        op.source = choose_weighted<RngSource>(
             {{1, RngSource::cpu}, {1, RngSource::device}, {2, RngSource::tracker}});
         if (op.source == RngSource::tracker) op.tracker_state = pick_tracker_state();
         op.p = op.fn == Random::Fn::dropout ? pick(std::vector<double>{0.5, 0.5, 0.25}) : 0.1;
@@ -207,12 +236,12 @@ class SegmentBuilder {
         for (int t : all) {
           if (static_cast<size_t>(t) < input_count_) inputs.push_back(t);
         }
-        const int target = !inputs.empty() && *rc::gen::inRange(0, 3) != 0 ? pick(inputs) : pick(all);
+        const int target = !inputs.empty() && choose_in_range(0, 3) != 0 ? pick(inputs) : pick(all);
         segment_.ops.push_back(Stash{target});
         return;
       }
       case kCheckpoint:
-        if (depth_ + 2 <= options_.max_depth && *rc::gen::inRange(0, 3) == 2 && add_layer()) return;
+        if (depth_ + 2 <= options_.max_depth && choose_in_range(0, 3) == 2 && add_layer()) return;
         add_checkpoint();
         return;
       case kFork:
@@ -221,7 +250,7 @@ class SegmentBuilder {
       case kRaise: {
         // Raising only in recomputation models a body that is not a pure function of its inputs;
         // it can only happen inside a checkpoint body.
-        const Raise::When when = depth_ > 0 && *rc::gen::inRange(0, 4) != 0 ? Raise::When::recompute : Raise::When::always;
+        const Raise::When when = depth_ > 0 && choose_in_range(0, 4) != 0 ? Raise::When::recompute : Raise::When::always;
         push(Raise{x, when}, xi);
         return;
       }
@@ -244,7 +273,7 @@ class SegmentBuilder {
   }
 
   static std::string pick_tracker_state() {
-    return *rc::gen::weightedElement<std::string>({{60, rng::kModelParallelRngTrackerName},
+    return choose_weighted<std::string>({{60, rng::kModelParallelRngTrackerName},
                                                    {24, rng::kDataParallelRngTrackerName},
                                                    {16, rng::kExpertParallelRngTrackerName},
                                                    {1, "no-such-rng"}});  // unknown: Megatron's tracker raises
@@ -266,7 +295,7 @@ class SegmentBuilder {
         for (int t : candidates) {
           if (!values_[t].floating) other.push_back(t);
         }
-        if (!other.empty() && *rc::gen::inRange(0, 3) != 0) candidates = other;
+        if (!other.empty() && choose_in_range(0, 3) != 0) candidates = other;
       }
       prefer_own_inputs(candidates);
       const int ref = pick(candidates);
@@ -278,7 +307,7 @@ class SegmentBuilder {
       return None{};
     }
     child_inputs.push_back(ValueInfo{ValueInfo::Kind::literal, {}, false, false});
-    switch (*rc::gen::inRange(0, 4)) {
+    switch (choose_in_range(0, 4)) {
       case 0: return int64_t{3};
       case 1: return 0.5;
       case 2: return true;
@@ -289,10 +318,10 @@ class SegmentBuilder {
   void add_checkpoint() {
     Checkpoint op;
     std::vector<ValueInfo> child_inputs;
-    op.distribute = options_.distribute_one_in > 0 && *rc::gen::inRange(0, options_.distribute_one_in) == options_.distribute_one_in - 1;
-    const int arg_count = *rc::gen::inRange(1, 4);
+    op.distribute = options_.distribute_one_in > 0 && choose_in_range(0, options_.distribute_one_in) == options_.distribute_one_in - 1;
+    const int arg_count = choose_in_range(1, 4);
     std::optional<int> handed_off;
-    const int first_arg = op.distribute ? *rc::gen::inRange(0, 4) : 3;
+    const int first_arg = op.distribute ? choose_in_range(0, 4) : 3;
     if (first_arg <= 1) {
       // Megatron distributes the hidden states a layer was just handed: mostly the newest
       // tensor that is not a view, which the caller does not read again. Otherwise a view
@@ -319,7 +348,7 @@ class SegmentBuilder {
     while (static_cast<int>(op.args.size()) < arg_count) op.args.push_back(pick_arg(op.args, child_inputs));
     if (handed_off) values_[*handed_off].handed_off = true;
     SegmentBuilder child(options_, depth_ + 1, child_inputs, fork_depth_);
-    op.body = child.build(/*is_root=*/false, /*nested_first=*/*rc::gen::inRange(0, 4) == 3);
+    op.body = child.build(/*is_root=*/false, /*nested_first=*/choose_in_range(0, 4) == 3);
     // A residual connection, `x + layer(x)`: an argument is used again after the checkpoint,
     // so autograd accumulates into it from two places.
     std::optional<std::pair<int, int>> residual;  // (output index, argument value)
@@ -341,7 +370,7 @@ class SegmentBuilder {
     // residual connection: autograd then accumulates into the input from two places), or
     // multiply it by one of its own weights (autograd then finishes with that weight before it
     // reaches the sub-layer).
-    switch (*rc::gen::weightedElement<int>({{1, 0}, {2, 1}, {2, 2}})) {
+    switch (choose_weighted<int>({{1, 0}, {2, 1}, {2, 2}})) {
       case 1:
         if (residual) {
           const int output = first_output + residual->first;
@@ -352,7 +381,7 @@ class SegmentBuilder {
           for (size_t i = 0; i < input_count_; ++i) {
             if (is_float_tensor(values_[i]) && values_[i].shape == values_[output].shape) others.push_back(static_cast<int>(i));
           }
-          if (!others.empty() && *rc::gen::inRange(0, 2) == 1) operand = pick(others);
+          if (!others.empty() && choose_in_range(0, 2) == 1) operand = pick(others);
           ValueInfo out = values_[output];
           out.requires_grad = out.requires_grad || values_[operand].requires_grad;
           push(Binary{Binary::Fn::add, output, operand}, out);
@@ -408,13 +437,13 @@ class SegmentBuilder {
     for (int b : float_tensors()) {
       if (!values_[b].requires_grad) buffers.push_back(b);
     }
-    if (!buffers.empty() && *rc::gen::inRange(0, 2) == 1) {
+    if (!buffers.empty() && choose_in_range(0, 2) == 1) {
       const int buffer = pick(buffers);
       op.args.push_back(Ref{buffer});
       inputs.push_back(values_[buffer]);
     }
     // Megatron's transformer layers distribute their hidden states, args[0], under full recompute.
-    op.distribute = !values_[h].view && options_.distribute_one_in > 0 && *rc::gen::inRange(0, 3) == 2;
+    op.distribute = !values_[h].view && options_.distribute_one_in > 0 && choose_in_range(0, 3) == 2;
     if (op.distribute) values_[h].handed_off = true;
     SegmentBuilder layer(options_, depth_ + 1, inputs, fork_depth_);
     op.body = layer.build_layer_body();
@@ -443,7 +472,7 @@ class SegmentBuilder {
     z.requires_grad = true;
     push(Matmul{y, 1}, z);
     if (input_count_ == 3) push(InPlace{InPlace::Fn::mul, 0.5, 2}, values_[2]);
-    const int more = *rc::gen::inRange(0, 3);
+    const int more = choose_in_range(0, 3);
     for (int i = 0; i < more; ++i) add_op();
     choose_outputs(/*is_root=*/false);
     return std::move(segment_);
@@ -455,7 +484,7 @@ class SegmentBuilder {
     op.tracker_state = pick_tracker_state();
     std::vector<ValueInfo> child_inputs;
     const std::vector<int> floats = float_tensors();
-    const int arg_count = *rc::gen::inRange(1, 3);
+    const int arg_count = choose_in_range(1, 3);
     for (int i = 0; i < arg_count; ++i) {
       op.args.push_back(pick(floats));
       child_inputs.push_back(values_[op.args.back()]);
@@ -467,7 +496,7 @@ class SegmentBuilder {
   }
 
   void choose_outputs(bool is_root) {
-    if (!is_root && *rc::gen::inRange(0, 3) == 2) {
+    if (!is_root && choose_in_range(0, 3) == 2) {
       // An output that does not require grad before the others: a non-tensor, an integer
       // tensor, a tensor computed without grad, or else an argmax made for the purpose.
       std::vector<int> no_grad;
@@ -507,9 +536,9 @@ class SegmentBuilder {
     for (int c : candidates) {
       if (static_cast<size_t>(c) >= input_count_ && !read[static_cast<size_t>(c)]) sinks.push_back(c);
     }
-    const int count = *rc::gen::inRange(1, std::min<int>(3, static_cast<int>(candidates.size())) + 1);
+    const int count = choose_in_range(1, std::min<int>(3, static_cast<int>(candidates.size())) + 1);
     for (int i = 0; i < count; ++i) {
-      const bool from_sinks = !sinks.empty() && *rc::gen::inRange(0, 4) != 3;
+      const bool from_sinks = !sinks.empty() && choose_in_range(0, 4) != 3;
       const int ref = pick(from_sinks ? sinks : candidates);
       if (from_sinks) sinks.erase(std::find(sinks.begin(), sinks.end(), ref));
       segment_.outputs.push_back(ref);
@@ -528,38 +557,59 @@ class SegmentBuilder {
 
 }  // namespace
 
+namespace {
+Case build_case(const GenOptions& options);
+}  // namespace
+
 rc::Gen<Case> gen_case(const GenOptions& options) {
-  return rc::gen::exec([options] {
-    Case c;
-    c.seed = *rc::gen::inRange<uint64_t>(0, 1000000);
-    c.dtype = *rc::gen::weightedElement<DType>({{6, DType::float32}, {2, DType::float64}, {1, DType::bfloat16}});
-    c.device = options.device;
-    c.iterations = *rc::gen::weightedElement<int>({{3, 1}, {2, 2}, {1, 3}});
-    const int64_t rows = *rc::gen::inRange<int64_t>(1, 7);
-    const int64_t cols = *rc::gen::inRange<int64_t>(1, 7);
-    // An input, a square parameter, and sometimes a second input.
-    c.leaves.push_back(Leaf{{rows, cols}, std::nullopt, *rc::gen::weightedElement<bool>({{1, true}, {1, false}}), Fill::randn});
-    c.leaves.push_back(Leaf{{cols, cols}, std::nullopt, true, Fill::randn});
-    // Choices are written so that shrinking (towards 0) removes what is optional.
-    if (*rc::gen::inRange(0, 2) == 1) {
-      c.leaves.push_back(Leaf{{rows, cols}, std::nullopt, *rc::gen::inRange(0, 2) == 0, Fill::randn});
-    }
-    // Sometimes an integer or a bool tensor, for arguments that are tensors but not differentiable.
-    switch (*rc::gen::inRange(0, 5)) {
-      case 3: c.leaves.push_back(Leaf{{rows, cols}, DType::int64, false, Fill::randn}); break;
-      case 4: c.leaves.push_back(Leaf{{rows}, DType::boolean, false, Fill::randn}); break;
-      default: break;
-    }
-    std::vector<ValueInfo> inputs;
-    for (const Leaf& leaf : c.leaves) {
-      const bool floating = !leaf.dtype || (*leaf.dtype != DType::int64 && *leaf.dtype != DType::boolean);
-      inputs.push_back(ValueInfo{ValueInfo::Kind::tensor, leaf.shape, floating, leaf.requires_grad});
-    }
-    SegmentBuilder root(options, 0, inputs);
-    c.root = root.build(/*is_root=*/true);
-    return c;
-  });
+  return rc::gen::exec([options] { return build_case(options); });
 }
+
+Case decode_case(const uint8_t* data, std::size_t size, const GenOptions& options) {
+  FuzzedDataProvider bytes(data, size);
+  FuzzedDataProvider* const outer = t_bytes;
+  t_bytes = &bytes;
+  struct Restore {
+    FuzzedDataProvider* outer;
+    ~Restore() { t_bytes = outer; }
+  } restore{outer};
+  return build_case(options);
+}
+
+namespace {
+
+Case build_case(const GenOptions& options) {
+  Case c;
+  c.seed = choose_in_range<uint64_t>(0, 1000000);
+  c.dtype = choose_weighted<DType>({{6, DType::float32}, {2, DType::float64}, {1, DType::bfloat16}});
+  c.device = options.device;
+  c.iterations = choose_weighted<int>({{3, 1}, {2, 2}, {1, 3}});
+  const int64_t rows = choose_in_range<int64_t>(1, 7);
+  const int64_t cols = choose_in_range<int64_t>(1, 7);
+  // An input, a square parameter, and sometimes a second input.
+  c.leaves.push_back(Leaf{{rows, cols}, std::nullopt, choose_weighted<bool>({{1, true}, {1, false}}), Fill::randn});
+  c.leaves.push_back(Leaf{{cols, cols}, std::nullopt, true, Fill::randn});
+  // Choices are written so that shrinking (towards 0) removes what is optional.
+  if (choose_in_range(0, 2) == 1) {
+    c.leaves.push_back(Leaf{{rows, cols}, std::nullopt, choose_in_range(0, 2) == 0, Fill::randn});
+  }
+  // Sometimes an integer or a bool tensor, for arguments that are tensors but not differentiable.
+  switch (choose_in_range(0, 5)) {
+    case 3: c.leaves.push_back(Leaf{{rows, cols}, DType::int64, false, Fill::randn}); break;
+    case 4: c.leaves.push_back(Leaf{{rows}, DType::boolean, false, Fill::randn}); break;
+    default: break;
+  }
+  std::vector<ValueInfo> inputs;
+  for (const Leaf& leaf : c.leaves) {
+    const bool floating = !leaf.dtype || (*leaf.dtype != DType::int64 && *leaf.dtype != DType::boolean);
+    inputs.push_back(ValueInfo{ValueInfo::Kind::tensor, leaf.shape, floating, leaf.requires_grad});
+  }
+  SegmentBuilder root(options, 0, inputs);
+  c.root = root.build(/*is_root=*/true);
+  return c;
+}
+
+}  // namespace
 
 Case draw_case(const GenOptions& options, uint64_t seed) {
   return gen_case(options)(rc::Random(seed), rc::kNominalSize).value();

@@ -2,6 +2,7 @@
 // draws from the same generator as the property tests.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -24,6 +25,12 @@ rc::Gen<Case> gen_case(const GenOptions& options);
 
 // The case that gen_case draws for `seed`: the same seed gives the same case everywhere.
 Case draw_case(const GenOptions& options, uint64_t seed);
+
+// The fuzzer's byte decoder: the same builder as gen_case, its choices read from `data` with
+// FuzzedDataProvider instead of drawn by RapidCheck. Total (every byte string decodes to a valid
+// case; bytes run out, choices take their first alternative), deterministic, and stable: a
+// changed byte changes one choice.
+Case decode_case(const uint8_t* data, std::size_t size, const GenOptions& options = {});
 
 // The corners of checkpointing a case reaches, as short stable labels ("arg: view",
 // "raise in recomputation", "max checkpoint depth 4", ...), each once: what the generator's

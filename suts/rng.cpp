@@ -1,6 +1,8 @@
 #include "suts/rng.h"
 
+#include <cstring>
 #include <mutex>
+#include <optional>
 
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -64,6 +66,15 @@ void CudaRNGStatesTracker::reset() {
   is_initialized_ = false;
   states_ = std::make_shared<StateMap>();
   seeds_.clear();
+  current_state_name_ = kDefaultStateName;
+}
+
+void CudaRNGStatesTracker::restore(const StateMap& states, const std::set<int64_t>& seeds) {
+  auto copy = std::make_shared<StateMap>();
+  for (const auto& [name, state] : states) (*copy)[name] = state.clone();
+  is_initialized_ = true;
+  states_ = std::move(copy);
+  seeds_ = seeds;
   current_state_name_ = kDefaultStateName;
 }
 
@@ -160,12 +171,43 @@ std::vector<uint8_t> bytes_of(const at::Tensor& state) {
   const auto* begin = static_cast<const uint8_t*>(cpu.data_ptr());
   return {begin, begin + cpu.nbytes()};
 }
+
+// A generator's state as bytes. A CPU generator's engine is read in place, which says what
+// get_state would serialize (the Mersenne Twister and the cached normal samples) without the
+// state tensor get_state allocates: snapshots are taken several times per iteration.
+std::vector<uint8_t> generator_bytes(const at::Generator& generator) {
+  if (generator.device().is_cpu()) {
+    at::Generator handle = generator;
+    std::lock_guard<std::mutex> lock(handle.mutex());
+    auto* impl = at::check_generator<at::CPUGeneratorImpl>(handle);
+    const at::mt19937_data_pod pod = impl->engine().data();
+    std::vector<uint8_t> out;
+    // Field by field: the struct's padding bytes say nothing.
+    auto put = [&out](const auto& field) {
+      const auto* p = reinterpret_cast<const uint8_t*>(&field);
+      out.insert(out.end(), p, p + sizeof(field));
+    };
+    put(pod.seed_);
+    put(pod.left_);
+    put(pod.seeded_);
+    put(pod.next_);
+    put(pod.state_);
+    const auto f = impl->next_float_normal_sample();
+    const auto d = impl->next_double_normal_sample();
+    put(f.has_value());
+    put(f.has_value() ? *f : 0.0f);
+    put(d.has_value());
+    put(d.has_value() ? *d : 0.0);
+    return out;
+  }
+  return bytes_of(get_state(generator));
+}
 }  // namespace
 
 Snapshot snapshot() {
   Snapshot s;
-  s.cpu = bytes_of(get_state(cpu_generator()));
-  s.device = bytes_of(get_state(device_generator()));
+  s.cpu = generator_bytes(cpu_generator());
+  s.device = generator_bytes(device_generator());
   const CudaRNGStatesTracker& tracker = get_cuda_rng_tracker();
   for (const auto& [name, state] : tracker.live_states()) s.tracker[name] = bytes_of(state);
   s.tracker_current = tracker.current_state_name();
@@ -173,9 +215,31 @@ Snapshot snapshot() {
 }
 
 void reset_all(uint64_t seed) {
+  // Seeding builds four Mersenne Twister states; every run of a case seeds the same way, so
+  // the states seeding left are kept and copied back when the same seed comes again.
+  struct Seeded {
+    uint64_t seed;
+    Device device;
+    at::Tensor cpu;
+    at::Tensor device_state;
+    StateMap tracker;
+    std::set<int64_t> tracker_seeds;
+  };
+  static std::optional<Seeded> last;
+  CudaRNGStatesTracker& tracker = get_cuda_rng_tracker();
+  if (last && last->seed == seed && last->device == g_device) {
+    set_state(cpu_generator(), last->cpu);
+    set_state(device_generator(), last->device_state);
+    tracker.restore(last->tracker, last->tracker_seeds);
+    return;
+  }
   // A CPU seed apart from the device's, so that the two streams never coincide.
   manual_seed(cpu_generator(), seed ^ 0x9E3779B97F4A7C15ULL);
   model_parallel_cuda_manual_seed(static_cast<int64_t>(seed));
+  StateMap states;
+  for (const auto& [name, state] : tracker.live_states()) states[name] = state.clone();
+  last = Seeded{seed, g_device, get_state(cpu_generator()), get_state(device_generator()), std::move(states),
+                tracker.seeds()};
 }
 
 }  // namespace recheck::rng

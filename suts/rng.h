@@ -48,6 +48,10 @@ class CudaRNGStatesTracker {
   void reset();
   StateMapPtr get_states() const;
   void set_states(StateMapPtr states);
+  // Puts the tracker back as it was: these states (copied, never shared) and seeds, the default
+  // state current. What reset_all uses to repeat a seeding it has already done.
+  void restore(const StateMap& states, const std::set<int64_t>& seeds);
+  const std::set<int64_t>& seeds() const { return seeds_; }
   void add(const std::string& name, int64_t seed);
   // `with tracker.fork(name): body()`.
   void fork(const std::string& name, const std::function<void()>& body);

@@ -1,0 +1,151 @@
+#include "fuzz/feedback.h"
+
+#include <functional>
+#include <string>
+#include <variant>
+
+#include "properties/generator.h"
+
+// libFuzzer finds this section through the linker's __start_/__stop_ symbols; `used` keeps it
+// when nothing else reads it. GCC and clang both honour the attributes.
+extern "C" {
+__attribute__((section("__libfuzzer_extra_counters"), used))
+uint8_t recheck_extra_counters[recheck::fuzz::kCounterCount];
+}
+
+namespace recheck::fuzz {
+
+namespace {
+
+// The counter space, region by region; each region is a fixed block so that a feature keeps
+// its counter from one input to the next.
+constexpr std::size_t kOpKinds = std::variant_size_v<Op>;
+constexpr std::size_t kDepths = 8;
+constexpr std::size_t kArgKinds = 10;
+constexpr std::size_t kArgPositions = 8;
+
+constexpr std::size_t kOpByDepth = 0;                                   // kind x depth
+constexpr std::size_t kOpPairs = kOpByDepth + kOpKinds * kDepths;       // kind x kind
+constexpr std::size_t kMaxDepth = kOpPairs + kOpKinds * kOpKinds;       // 0..15
+constexpr std::size_t kArgs = kMaxDepth + 16;                           // kind x position
+constexpr std::size_t kRng = kArgs + kArgKinds * kArgPositions;         // source x context x fn
+constexpr std::size_t kDtypes = kRng + 3 * 3 * 2;                       // case dtype, leaf dtypes
+constexpr std::size_t kShapes = kDtypes + 10;                           // leaf dims 1..8
+constexpr std::size_t kVerdicts = kShapes + 16;                         // property x class
+constexpr std::size_t kLabels = kVerdicts + 16 * 5;                     // hashed corner labels
+constexpr std::size_t kLabelSlots = kCounterCount - kLabels;
+static_assert(kLabels + 256 <= kCounterCount, "too few counters for the corner labels");
+
+void bump(std::size_t index) {
+  uint8_t& c = recheck_extra_counters[index % kCounterCount];
+  if (c != 255) ++c;
+}
+
+std::size_t clamp(std::size_t v, std::size_t n) { return v < n ? v : n - 1; }
+
+enum ArgKind : std::size_t { kTensorGrad, kTensorNoGrad, kIntTensor, kViewArg, kRepeated, kNone, kInt, kDouble, kBool, kString };
+
+// What the walker knows of a value: enough to tell argument kinds apart.
+struct Facts {
+  bool floating = true;
+  bool requires_grad = false;
+  bool view = false;
+};
+
+void walk(const Segment& segment, std::vector<Facts> values, std::size_t depth, bool in_checkpoint, bool in_fork) {
+  std::size_t previous = kOpKinds;  // none yet
+  for (const Op& op : segment.ops) {
+    const std::size_t kind = op.index();
+    bump(kOpByDepth + kind * kDepths + clamp(depth, kDepths));
+    if (previous != kOpKinds) bump(kOpPairs + previous * kOpKinds + kind);
+    previous = kind;
+    if (const auto* r = std::get_if<Random>(&op)) {
+      const std::size_t context = in_fork ? 2 : in_checkpoint ? 1 : 0;
+      bump(kRng + (static_cast<std::size_t>(r->source) * 3 + context) * 2 + static_cast<std::size_t>(r->fn));
+    }
+    std::vector<Facts> body_inputs;
+    if (const auto* ck = std::get_if<Checkpoint>(&op)) {
+      std::vector<int> seen;
+      for (std::size_t i = 0; i < ck->args.size(); ++i) {
+        const Arg& arg = ck->args[i];
+        std::size_t arg_kind = kNone;
+        Facts f;
+        if (const auto* ref = std::get_if<Ref>(&arg)) {
+          if (ref->value >= 0 && static_cast<std::size_t>(ref->value) < values.size()) f = values[static_cast<std::size_t>(ref->value)];
+          arg_kind = f.view ? kViewArg : !f.floating ? kIntTensor : f.requires_grad ? kTensorGrad : kTensorNoGrad;
+          for (int s : seen) {
+            if (s == ref->value) arg_kind = kRepeated;
+          }
+          seen.push_back(ref->value);
+        } else if (std::holds_alternative<int64_t>(arg)) {
+          arg_kind = kInt;
+        } else if (std::holds_alternative<double>(arg)) {
+          arg_kind = kDouble;
+        } else if (std::holds_alternative<bool>(arg)) {
+          arg_kind = kBool;
+        } else if (std::holds_alternative<std::string>(arg)) {
+          arg_kind = kString;
+        }
+        bump(kArgs + arg_kind * kArgPositions + clamp(i, kArgPositions));
+        body_inputs.push_back(f);
+      }
+      walk(*ck->body, body_inputs, depth + 1, true, in_fork);
+    } else if (const auto* fork = std::get_if<Fork>(&op)) {
+      for (int a : fork->args) {
+        body_inputs.push_back(a >= 0 && static_cast<std::size_t>(a) < values.size() ? values[static_cast<std::size_t>(a)] : Facts{});
+      }
+      walk(*fork->body, body_inputs, depth, in_checkpoint, true);
+    }
+    // The op's outputs, roughly: enough for the argument kinds above.
+    const std::vector<int> inputs = op_inputs(op);
+    Facts out;
+    if (!inputs.empty() && inputs[0] >= 0 && static_cast<std::size_t>(inputs[0]) < values.size()) {
+      out = values[static_cast<std::size_t>(inputs[0])];
+    }
+    out.view = std::holds_alternative<View>(op);
+    if (std::holds_alternative<Argmax>(op)) out.floating = false;
+    for (int k = 0; k < op_output_count(op); ++k) values.push_back(out);
+  }
+}
+
+int max_checkpoint_depth(const Segment& segment) {
+  int deepest = 0;
+  for (const Op& op : segment.ops) {
+    if (const Segment* body = op_body(op)) {
+      deepest = std::max(deepest, max_checkpoint_depth(*body) + (std::holds_alternative<Checkpoint>(op) ? 1 : 0));
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
+
+void record_case(const Case& c) {
+  std::vector<Facts> leaves;
+  for (const Leaf& leaf : c.leaves) {
+    const DType dtype = leaf_dtype(c, leaf);
+    bump(kDtypes + 5 + static_cast<std::size_t>(dtype));
+    for (int64_t dim : leaf.shape) bump(kShapes + clamp(static_cast<std::size_t>(std::max<int64_t>(dim, 0)), 16));
+    leaves.push_back(Facts{dtype != DType::int64 && dtype != DType::boolean, leaf.requires_grad, false});
+  }
+  bump(kDtypes + static_cast<std::size_t>(c.dtype));
+  walk(c.root, leaves, 0, false, false);
+  bump(kMaxDepth + clamp(static_cast<std::size_t>(max_checkpoint_depth(c.root)), 16));
+  for (const std::string& label : case_features(c)) bump(kLabels + std::hash<std::string>{}(label) % kLabelSlots);
+}
+
+void record_results(const std::vector<PropertyResult>& results) {
+  for (std::size_t i = 0; i < results.size() && i < 16; ++i) {
+    bump(kVerdicts + i * 5 + static_cast<std::size_t>(results[i].classification));
+  }
+}
+
+const uint8_t* counters() { return recheck_extra_counters; }
+
+std::size_t counters_set() {
+  std::size_t n = 0;
+  for (uint8_t c : recheck_extra_counters) n += c != 0;
+  return n;
+}
+
+}  // namespace recheck::fuzz

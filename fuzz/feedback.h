@@ -1,0 +1,29 @@
+// Structural feedback for libFuzzer. libtorch is not instrumented, and with gcc nothing is, so
+// what guides the search is what these counters say about a case and its check: op kinds by
+// nesting depth, consecutive op pairs, checkpoint depth, argument kinds by position, RNG sources
+// by context, dtypes, the case's corner labels (case_features), and each property's
+// classification. They live in libFuzzer's extra-counters section, which libFuzzer clears
+// before every input and reads after it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/case.h"
+#include "properties/properties.h"
+
+namespace recheck::fuzz {
+
+constexpr std::size_t kCounterCount = 2048;
+
+// Marks what `c` holds.
+void record_case(const Case& c);
+// Marks each property's classification.
+void record_results(const std::vector<PropertyResult>& results);
+
+// The counters, for tests and for `--print-features`-style debugging.
+const uint8_t* counters();
+std::size_t counters_set();
+
+}  // namespace recheck::fuzz

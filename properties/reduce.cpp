@@ -1,0 +1,312 @@
+#include "properties/reduce.h"
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+namespace recheck {
+
+namespace {
+
+// Every value number an op reads directly (not inside its body), by reference, to rewrite.
+void for_each_ref(Op& op, const std::function<void(int&)>& f) {
+  struct Visit {
+    const std::function<void(int&)>& f;
+    void operator()(Unary& o) const { f(o.x); }
+    void operator()(Binary& o) const { f(o.a); f(o.b); }
+    void operator()(Matmul& o) const { f(o.a); f(o.b); }
+    void operator()(View& o) const { f(o.x); }
+    void operator()(InPlace& o) const { f(o.x); }
+    void operator()(Reduce& o) const { f(o.x); }
+    void operator()(Argmax& o) const { f(o.x); }
+    void operator()(Random& o) const { f(o.x); }
+    void operator()(Stash& o) const { f(o.x); }
+    void operator()(Raise& o) const { f(o.x); }
+    void operator()(Checkpoint& o) const {
+      for (Arg& arg : o.args) {
+        if (auto* ref = std::get_if<Ref>(&arg)) f(ref->value);
+      }
+    }
+    void operator()(Fork& o) const {
+      for (int& a : o.args) f(a);
+    }
+  };
+  std::visit(Visit{f}, op);
+}
+
+Segment* mutable_body(Op& op) {
+  if (auto* ck = std::get_if<Checkpoint>(&op)) return &*ck->body;
+  if (auto* fork = std::get_if<Fork>(&op)) return &*fork->body;
+  return nullptr;
+}
+
+// A mapping that cannot be made (a value still read that has no replacement).
+struct Impossible {};
+constexpr int kGone = -1;
+
+// Rewrites the references of ops [from, end) and of the outputs with `map`; throws Impossible
+// when one maps to kGone.
+void remap(Segment& segment, std::size_t from, const std::function<int(int)>& map) {
+  auto apply = [&](int& r) {
+    const int m = map(r);
+    if (m == kGone) throw Impossible{};
+    r = m;
+  };
+  for (std::size_t i = from; i < segment.ops.size(); ++i) for_each_ref(segment.ops[i], apply);
+  for (int& r : segment.outputs) apply(r);
+}
+
+int first_value_of(const Segment& segment, int input_count, std::size_t op_index) {
+  int v = input_count;
+  for (std::size_t i = 0; i < op_index; ++i) v += op_output_count(segment.ops[i]);
+  return v;
+}
+
+// A segment of the case, by the op indices leading to it from the root, with its input count.
+struct Place {
+  std::vector<std::size_t> path;
+};
+
+void collect_places(const Segment& segment, std::vector<std::size_t>& path, std::vector<Place>& out) {
+  out.push_back(Place{path});
+  for (std::size_t i = 0; i < segment.ops.size(); ++i) {
+    if (const Segment* body = op_body(segment.ops[i])) {
+      path.push_back(i);
+      collect_places(*body, path, out);
+      path.pop_back();
+    }
+  }
+}
+
+struct Located {
+  Segment* segment;
+  int input_count;
+  Segment* parent;       // null for the root
+  std::size_t op_index;  // of the op owning `segment` in `parent`
+  int parent_input_count;
+};
+
+Located locate(Case& c, const std::vector<std::size_t>& path) {
+  Located at{&c.root, static_cast<int>(c.leaves.size()), nullptr, 0, 0};
+  for (std::size_t index : path) {
+    Op& op = at.segment->ops[index];
+    const int inputs = std::holds_alternative<Checkpoint>(op) ? static_cast<int>(std::get<Checkpoint>(op).args.size())
+                                                               : static_cast<int>(std::get<Fork>(op).args.size());
+    at = Located{mutable_body(op), inputs, at.segment, index, at.input_count};
+  }
+  return at;
+}
+
+// ---- the steps: each makes a candidate from `c`, or throws Impossible ------------------------
+
+// Removes op `k`; what read its outputs reads its first input instead.
+Case drop_op(const Case& c, const std::vector<std::size_t>& path, std::size_t k) {
+  Case out = c;
+  Located at = locate(out, path);
+  Segment& s = *at.segment;
+  const int start = first_value_of(s, at.input_count, k);
+  const int count = op_output_count(s.ops[k]);
+  const std::vector<int> inputs = op_inputs(s.ops[k]);
+  const int replacement = inputs.empty() ? kGone : inputs[0];
+  s.ops.erase(s.ops.begin() + static_cast<std::ptrdiff_t>(k));
+  remap(s, k, [&](int r) { return r < start ? r : r < start + count ? replacement : r - count; });
+  return out;
+}
+
+// Replaces checkpoint or fork `k` by its body, inline.
+Case inline_body(const Case& c, const std::vector<std::size_t>& path, std::size_t k) {
+  Case out = c;
+  Located at = locate(out, path);
+  Segment& s = *at.segment;
+  Op op = s.ops[k];
+  const Segment body = *mutable_body(op);
+  std::vector<int> arg_values;  // body input -> parent value, or kGone for a literal
+  if (const auto* ck = std::get_if<Checkpoint>(&op)) {
+    for (const Arg& arg : ck->args) arg_values.push_back(std::holds_alternative<Ref>(arg) ? std::get<Ref>(arg).value : kGone);
+  } else {
+    arg_values = std::get<Fork>(op).args;
+  }
+  const int m = static_cast<int>(arg_values.size());
+  const int start = first_value_of(s, at.input_count, k);
+  auto body_to_parent = [&](int b) { return b < m ? arg_values[static_cast<std::size_t>(b)] : start + (b - m); };
+  std::vector<Op> inlined = body.ops;
+  for (Op& o : inlined) {
+    for_each_ref(o, [&](int& r) {
+      r = body_to_parent(r);
+      if (r == kGone) throw Impossible{};
+    });
+  }
+  const int outputs = static_cast<int>(body.outputs.size());
+  const int added = segment_value_count(body, m) - m;
+  s.ops.erase(s.ops.begin() + static_cast<std::ptrdiff_t>(k));
+  s.ops.insert(s.ops.begin() + static_cast<std::ptrdiff_t>(k), inlined.begin(), inlined.end());
+  remap(s, k + inlined.size(), [&](int r) {
+    if (r < start) return r;
+    if (r < start + outputs) return body_to_parent(body.outputs[static_cast<std::size_t>(r - start)]);
+    return r - outputs + added;
+  });
+  return out;
+}
+
+// Drops argument `j` of checkpoint or fork `k`, when its body does not read it.
+Case drop_arg(const Case& c, const std::vector<std::size_t>& path, std::size_t k, std::size_t j) {
+  Case out = c;
+  Located at = locate(out, path);
+  Op& op = at.segment->ops[k];
+  if (auto* ck = std::get_if<Checkpoint>(&op)) {
+    ck->args.erase(ck->args.begin() + static_cast<std::ptrdiff_t>(j));
+  } else {
+    auto& args = std::get<Fork>(op).args;
+    args.erase(args.begin() + static_cast<std::ptrdiff_t>(j));
+  }
+  Segment& body = *mutable_body(op);
+  const int dropped = static_cast<int>(j);
+  remap(body, 0, [&](int r) { return r < dropped ? r : r == dropped ? kGone : r - 1; });
+  return out;
+}
+
+// Drops output `i` of the segment at `path`; for a body, only when the parent does not read it.
+Case drop_output(const Case& c, const std::vector<std::size_t>& path, std::size_t i) {
+  Case out = c;
+  Located at = locate(out, path);
+  at.segment->outputs.erase(at.segment->outputs.begin() + static_cast<std::ptrdiff_t>(i));
+  if (at.parent != nullptr) {
+    const int value = first_value_of(*at.parent, at.parent_input_count, at.op_index) + static_cast<int>(i);
+    remap(*at.parent, at.op_index + 1, [&](int r) { return r < value ? r : r == value ? kGone : r - 1; });
+  }
+  return out;
+}
+
+Case drop_leaf(const Case& c, std::size_t j) {
+  Case out = c;
+  out.leaves.erase(out.leaves.begin() + static_cast<std::ptrdiff_t>(j));
+  const int dropped = static_cast<int>(j);
+  remap(out.root, 0, [&](int r) { return r < dropped ? r : r == dropped ? kGone : r - 1; });
+  return out;
+}
+
+// Every dimension equal to `from`, in every leaf, becomes `to`: shapes that matched still match.
+Case resize_dims(const Case& c, int64_t from, int64_t to) {
+  Case out = c;
+  for (Leaf& leaf : out.leaves) {
+    for (int64_t& d : leaf.shape) {
+      if (d == from) d = to;
+    }
+  }
+  return out;
+}
+
+class Reducer {
+ public:
+  Reducer(const std::function<bool(const Case&)>& still_fails, ReduceStats* stats)
+      : still_fails_(still_fails), stats_(stats) {}
+
+  // Tries one candidate; keeps it when valid and still failing.
+  bool attempt(Case& current, const std::function<Case()>& make) {
+    Case candidate;
+    try {
+      candidate = make();
+      validate(candidate);
+    } catch (const Impossible&) {
+      return false;
+    } catch (const CaseError&) {
+      return false;
+    }
+    if (stats_ != nullptr) ++stats_->candidates;
+    if (!still_fails_(candidate)) return false;
+    if (stats_ != nullptr) ++stats_->accepted;
+    current = std::move(candidate);
+    return true;
+  }
+
+  // One pass over every step kind, largest first; true when something was kept.
+  bool pass(Case& c) {
+    bool changed = false;
+    std::vector<Place> places;
+    std::vector<std::size_t> path;
+    collect_places(c.root, path, places);
+    // Deepest segments last, so that indices of shallower places stay valid while they change:
+    // a kept step restarts the pass with fresh places.
+    for (const Place& place : places) {
+      const Located at = locate(c, place.path);
+      for (std::size_t k = at.segment->ops.size(); k-- > 0;) {
+        if (op_body(at.segment->ops[k]) != nullptr &&
+            attempt(c, [&] { return inline_body(c, place.path, k); })) return true;
+      }
+    }
+    for (const Place& place : places) {
+      const Located at = locate(c, place.path);
+      for (std::size_t k = at.segment->ops.size(); k-- > 0;) {
+        if (attempt(c, [&] { return drop_op(c, place.path, k); })) return true;
+      }
+    }
+    for (const Place& place : places) {
+      const Located at = locate(c, place.path);
+      for (std::size_t k = 0; k < at.segment->ops.size(); ++k) {
+        const Op& op = at.segment->ops[k];
+        std::size_t args = 0;
+        if (const auto* ck = std::get_if<Checkpoint>(&op)) args = ck->args.size();
+        if (const auto* fork = std::get_if<Fork>(&op)) args = fork->args.size();
+        for (std::size_t j = args; j-- > 0;) {
+          if (attempt(c, [&] { return drop_arg(c, place.path, k, j); })) return true;
+        }
+      }
+      for (std::size_t i = at.segment->outputs.size(); i-- > 0;) {
+        if (at.segment->outputs.size() > 1 && attempt(c, [&] { return drop_output(c, place.path, i); })) return true;
+      }
+    }
+    for (std::size_t j = c.leaves.size(); j-- > 0;) {
+      if (attempt(c, [&] { return drop_leaf(c, j); })) return true;
+    }
+    std::set<int64_t> dims;
+    for (const Leaf& leaf : c.leaves) dims.insert(leaf.shape.begin(), leaf.shape.end());
+    for (int64_t d : dims) {
+      if (d > 1 && attempt(c, [&] { return resize_dims(c, d, 1); })) return true;
+      if (d > 2 && attempt(c, [&] { return resize_dims(c, d, d / 2); })) return true;
+    }
+    if (c.dtype != DType::float32) {
+      changed |= attempt(c, [&] { Case o = c; o.dtype = DType::float32; return o; });
+    }
+    if (c.iterations > 1) {
+      changed |= attempt(c, [&] { Case o = c; o.iterations = 1; return o; });
+    }
+    for (std::size_t j = 0; j < c.leaves.size(); ++j) {
+      if (c.leaves[j].requires_grad) {
+        changed |= attempt(c, [&] { Case o = c; o.leaves[j].requires_grad = false; return o; });
+      }
+    }
+    return changed;
+  }
+
+ private:
+  const std::function<bool(const Case&)>& still_fails_;
+  ReduceStats* stats_;
+};
+
+}  // namespace
+
+Case reduce_case(const Case& c, const std::function<bool(const Case&)>& still_fails, ReduceStats* stats) {
+  Case current = c;
+  Reducer reducer(still_fails, stats);
+  while (reducer.pass(current)) {
+  }
+  return current;
+}
+
+std::optional<FailureSignature> find_alarm(const CaseResult& result, const std::string& property) {
+  for (const PropertyResult& r : result.results) {
+    if (!property.empty() && r.property != property) continue;
+    if (is_alarm(r.classification)) return FailureSignature{r.property, r.classification};
+  }
+  return std::nullopt;
+}
+
+bool shows(const CaseResult& result, const FailureSignature& signature) {
+  if (!result.skipped.empty()) return false;
+  for (const PropertyResult& r : result.results) {
+    if (r.property == signature.property) return r.classification == signature.classification;
+  }
+  return false;
+}
+
+}  // namespace recheck

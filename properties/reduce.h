@@ -1,0 +1,36 @@
+// The structural reducer: shrinks a case from any source (a fuzzer's crash file, a JSON case, a
+// generated case) while a predicate keeps holding, typically "the same property still fails the
+// same way". It drops ops, inlines (flattens) checkpoints and forks, drops checkpoint arguments,
+// segment outputs and unused leaves, shrinks shapes, and simplifies dtypes, iterations and
+// requires_grad flags; every candidate is validated before the predicate sees it.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/case.h"
+#include "properties/report.h"
+
+namespace recheck {
+
+struct ReduceStats {
+  int candidates = 0;  // valid candidates the predicate was asked about
+  int accepted = 0;    // of which it kept
+};
+
+// Greedy, to a fixed point: the result is a case on which `still_fails` holds and from which
+// no single step of the reducer's keeps it holding. `still_fails(c)` is assumed to hold on entry.
+Case reduce_case(const Case& c, const std::function<bool(const Case&)>& still_fails, ReduceStats* stats = nullptr);
+
+// What a failing case fails with: a property and how the pair of verdicts is classified.
+struct FailureSignature {
+  std::string property;
+  Classification classification = Classification::pass;
+};
+// The first alarm (regression or divergence) of a result, or of `property` when given.
+std::optional<FailureSignature> find_alarm(const CaseResult& result, const std::string& property = "");
+// True when `result` classifies `signature.property` as `signature.classification`.
+bool shows(const CaseResult& result, const FailureSignature& signature);
+
+}  // namespace recheck
