@@ -4,6 +4,7 @@
 //   recheck show     print a case file's graph as indented text
 //   recheck minimize shrink a failing case (JSON or a fuzzer's crash file) to a small JSON case
 //   recheck replay   replay corpus cases and check the expectation each one records
+//   recheck fuzz-seeds  write byte inputs for recheck_fuzz_check covering every op and arg kind
 //   recheck variants list the checkpoint variants
 //   recheck mutants  hunt every mutant variant: killed or survived, by what, after how many cases
 //   recheck memory   the PR's memory measurement, reproduced on a synthetic residual-stream model
@@ -23,6 +24,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -127,6 +129,7 @@ commands:
   show       print a case file's graph as indented text
   minimize   shrink a failing case (JSON, or a fuzzer's crash file) to a small JSON case
   replay     replay corpus cases (files or folders) and check what each one records it shows
+  fuzz-seeds write a seed corpus for recheck_fuzz_check that reaches every op and argument kind
   variants   list the checkpoint variants
   mutants    run the suite against every mutant variant and print which it kills, how fast
   memory     measure the allocator floor and peak of sut and oracle on a residual-stream model
@@ -197,6 +200,15 @@ CASE is a JSON case or a fuzzer input (as for `recheck repro`: --bytes, --device
 --property NAME   the property to keep failing (default: the first that raises an alarm)
 --out FILE        where to write the minimized case (default: CASE's name + .min.json)
 Exit codes: 0 minimized and written; 2 bad input, or the case shows no alarm to minimize.
+)";
+
+const char* kFuzzSeedsHelp = R"(usage: recheck fuzz-seeds DIR [--seed N] [--tries N]
+
+Writes a seed corpus for the fuzz target recheck_fuzz_check into DIR: random byte strings (16 to
+200 bytes, from --seed, default 1), each kept when the case it decodes to reaches an op kind or a
+corner (case_features: argument kinds, RNG sources, nesting, ...) that no kept input reached
+before. Stops after --tries inputs (default 20000). A campaign needs seeds when its targets are
+built with gcc (no coverage instrumentation) and starts faster with them in any case.
 )";
 
 const char* kReplayHelp = R"(usage: recheck replay PATH... [--oracle NAME] [--json FILE]
@@ -649,6 +661,50 @@ int command_minimize(const Args& args) {
             << std::fixed << std::setprecision(1) << seconds << " s\n"
             << show(smallest) << "wrote " << out << "\nreplay: recheck repro " << out << " --sut " << sut->name()
             << "\n";
+  return 0;
+}
+
+// The labels a seed input is kept for: the op kinds its case holds and its corners.
+std::set<std::string> seed_labels(const Case& c) {
+  std::set<std::string> labels;
+  std::function<void(const Segment&)> walk = [&](const Segment& segment) {
+    for (const Op& op : segment.ops) {
+      labels.insert(std::string("op: ") + op_name(op));
+      if (const Segment* body = op_body(op)) walk(*body);
+    }
+  };
+  walk(c.root);
+  for (const std::string& f : case_features(c)) labels.insert(f);
+  return labels;
+}
+
+int command_fuzz_seeds(const Args& args) {
+  if (args.flag("help")) {
+    std::cout << kFuzzSeedsHelp;
+    return 0;
+  }
+  if (args.positional().size() != 1) throw UsageError("fuzz-seeds takes one folder");
+  const std::string dir = args.positional()[0];
+  const auto seed = static_cast<uint64_t>(args.number("seed", 1, 0, INT64_MAX));
+  const int64_t tries = args.number("tries", 20000, 1, 100000000);
+  std::filesystem::create_directories(dir);
+  std::mt19937_64 random(seed);
+  std::set<std::string> covered;
+  int written = 0;
+  for (int64_t i = 0; i < tries; ++i) {
+    std::string bytes(16 + random() % 185, '\0');
+    for (char& b : bytes) b = static_cast<char>(random() & 0xff);
+    const Case c = decode_case(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    bool adds = false;
+    for (const std::string& label : seed_labels(c)) adds |= covered.insert(label).second;
+    if (!adds) continue;
+    char name[32];
+    std::snprintf(name, sizeof name, "seed-%03d", written++);
+    write_file_atomically((std::filesystem::path(dir) / name).string(), bytes);
+  }
+  std::cout << "wrote " << written << " seed inputs to " << dir << ", reaching " << covered.size()
+            << " op kinds and corners:\n";
+  for (const std::string& label : covered) std::cout << "  " << label << "\n";
   return 0;
 }
 
@@ -1124,6 +1180,7 @@ int main(int argc, char** argv) {
       return command_minimize(Args(argc, argv, 2, {"help", "bytes"},
                                    {"sut", "oracle", "property", "out", "limits", "device"}));
     }
+    if (command == "fuzz-seeds") return command_fuzz_seeds(Args(argc, argv, 2, {"help"}, {"seed", "tries"}));
     if (command == "replay") return command_replay(Args(argc, argv, 2, {"help"}, {"oracle", "json"}));
     if (command == "variants") return command_variants(Args(argc, argv, 2, {"help"}, {}));
     if (command == "mutants") {

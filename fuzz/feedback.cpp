@@ -1,6 +1,8 @@
 #include "fuzz/feedback.h"
 
+#include <algorithm>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <variant>
 
@@ -141,6 +143,8 @@ void record_results(const std::vector<PropertyResult>& results) {
 }
 
 const uint8_t* counters() { return recheck_extra_counters; }
+
+void clear_counters() { std::fill(std::begin(recheck_extra_counters), std::end(recheck_extra_counters), 0); }
 
 std::size_t counters_set() {
   std::size_t n = 0;

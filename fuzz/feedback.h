@@ -22,8 +22,9 @@ void record_case(const Case& c);
 // Marks each property's classification.
 void record_results(const std::vector<PropertyResult>& results);
 
-// The counters, for tests and for `--print-features`-style debugging.
+// The counters, for tests. libFuzzer clears them itself before every input.
 const uint8_t* counters();
+void clear_counters();
 std::size_t counters_set();
 
 }  // namespace recheck::fuzz

@@ -1,0 +1,314 @@
+// The fuzzing side: the byte decoder (total, deterministic, stable), the structural reducer,
+// the extra counters, and the targets, minimize and replay as a campaign uses them.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/case.h"
+#include "fuzz/feedback.h"
+#include "properties/generator.h"
+#include "properties/reduce.h"
+#include "properties/report.h"
+#include "suts/checkpoint.h"
+
+namespace recheck {
+namespace {
+
+std::string random_bytes(std::mt19937_64& random, std::size_t size) {
+  std::string bytes(size, '\0');
+  for (char& b : bytes) b = static_cast<char>(random() & 0xff);
+  return bytes;
+}
+
+Case decode(const std::string& bytes) {
+  return decode_case(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+}
+
+std::set<std::string> op_kinds(const Case& c) {
+  std::set<std::string> kinds;
+  std::function<void(const Segment&)> walk = [&](const Segment& segment) {
+    for (const Op& op : segment.ops) {
+      kinds.insert(op_name(op));
+      if (const Segment* body = op_body(op)) walk(*body);
+    }
+  };
+  walk(c.root);
+  return kinds;
+}
+
+TEST(Decoder, every_byte_string_decodes_to_a_valid_case_that_survives_json) {
+  std::mt19937_64 random(20261129);
+  for (int i = 0; i < 3000; ++i) {
+    const std::string bytes = random_bytes(random, random() % 600);
+    const Case c = decode(bytes);
+    ASSERT_NO_THROW(validate(c)) << "input " << i;
+    const nlohmann::json j = to_json(c);
+    EXPECT_EQ(to_json(case_from_json(nlohmann::json::parse(j.dump()))), j) << "input " << i;
+  }
+  EXPECT_NO_THROW(validate(decode("")));  // out of bytes from the start: every choice its first
+}
+
+TEST(Decoder, is_deterministic) {
+  std::mt19937_64 random(7);
+  for (int i = 0; i < 200; ++i) {
+    const std::string bytes = random_bytes(random, 1 + random() % 300);
+    EXPECT_EQ(to_json(decode(bytes)), to_json(decode(bytes)));
+  }
+}
+
+// FuzzedDataProvider reads choices from the end of the input: a byte changed away from the end
+// leaves the first choices (seed, dtype, iterations, leaves) as they were, so a mutation changes
+// part of a case rather than all of it.
+TEST(Decoder, is_stable_under_a_one_byte_change) {
+  std::mt19937_64 random(11);
+  int cases_changed = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::string bytes = random_bytes(random, 96);
+    const Case before = decode(bytes);
+    bytes[random() % 64] ^= static_cast<char>(1 + random() % 255);
+    const Case after = decode(bytes);
+    EXPECT_EQ(after.seed, before.seed);
+    EXPECT_EQ(after.dtype, before.dtype);
+    EXPECT_EQ(after.iterations, before.iterations);
+    EXPECT_EQ(to_json(after)["leaves"], to_json(before)["leaves"]);
+    cases_changed += to_json(after) != to_json(before);
+  }
+  // ...and the change does reach the case often: the bytes are not ignored.
+  EXPECT_GT(cases_changed, 30);
+}
+
+TEST(Decoder, committed_seed_corpus_reaches_every_op_and_argument_kind) {
+  std::set<std::string> kinds;
+  std::set<std::string> features;
+  const std::string dir = std::string(RECHECK_SOURCE_DIR) + "/corpus/fuzz-check";
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const Case c = decode(bytes);
+    for (const std::string& k : op_kinds(c)) kinds.insert(k);
+    for (const std::string& f : case_features(c)) features.insert(f);
+  }
+  for (const char* kind : {"unary", "binary", "matmul", "view", "inplace", "reduce", "argmax", "random", "stash",
+                           "raise", "checkpoint", "fork"}) {
+    EXPECT_TRUE(kinds.count(kind)) << "no seed holds op " << kind << " (rerun recheck fuzz-seeds)";
+  }
+  for (const char* arg : {"arg: tensor requiring grad", "arg: tensor not requiring grad", "arg: integer tensor",
+                          "arg: bool tensor", "arg: view", "arg: the same value twice", "arg: None", "arg: int",
+                          "arg: float", "arg: bool", "arg: str", "arg: non-leaf"}) {
+    EXPECT_TRUE(features.count(arg)) << "no seed passes " << arg;
+  }
+}
+
+TEST(Feedback, counters_tell_cases_apart_and_grow_with_structure) {
+  const uint8_t byte = 0;
+  const Case flat = decode_case(&byte, 0);
+  Case nested = flat;
+  Checkpoint outer;
+  outer.args = {Ref{0}, None{}, int64_t{3}};
+  outer.body->ops.push_back(Unary{Unary::Fn::tanh, 0});
+  outer.body->outputs = {3};
+  nested.root.ops.push_back(outer);
+  nested.root.outputs = {static_cast<int>(nested.leaves.size()) + 1};
+  validate(nested);
+  std::array<uint8_t, fuzz::kCounterCount> first{};
+  fuzz::clear_counters();
+  fuzz::record_case(flat);
+  std::copy(fuzz::counters(), fuzz::counters() + fuzz::kCounterCount, first.begin());
+  const std::size_t flat_set = fuzz::counters_set();
+  fuzz::clear_counters();
+  fuzz::record_case(nested);
+  EXPECT_GT(fuzz::counters_set(), flat_set + 3);  // a checkpoint, its depth, its three argument kinds
+  bool differs = false;
+  for (std::size_t i = 0; i < fuzz::kCounterCount; ++i) differs |= first[i] != fuzz::counters()[i];
+  EXPECT_TRUE(differs);
+}
+
+// A generated case that kills `mutant`, reduced while the same property fails the same way.
+struct Reduced {
+  Case original;
+  Case smallest;
+  FailureSignature signature;
+};
+
+Reduced reduce_a_kill(const std::string& mutant) {
+  const auto oracle = make_checkpoint("nonclearing");
+  const auto sut = make_checkpoint(mutant);
+  const Hunt h = hunt(*oracle, *sut, GenOptions{}, 1, 200);
+  EXPECT_TRUE(h.killed) << mutant;
+  Reduced r;
+  r.original = draw_case(GenOptions{}, h.draw_seed);
+  const auto signature = find_alarm(check_case(r.original, *oracle, *sut));
+  EXPECT_TRUE(signature.has_value());
+  r.signature = *signature;
+  r.smallest = reduce_case(r.original, [&](const Case& c) { return shows(check_case(c, *oracle, *sut), r.signature); });
+  return r;
+}
+
+class ReduceTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ReduceTest, keeps_the_failure_and_ends_at_ten_ops_or_fewer) {
+  const Reduced r = reduce_a_kill(GetParam());
+  const auto oracle = make_checkpoint("nonclearing");
+  const auto sut = make_checkpoint(GetParam());
+  EXPECT_TRUE(shows(check_case(r.smallest, *oracle, *sut), r.signature));
+  EXPECT_NO_THROW(validate(r.smallest));
+  EXPECT_LE(stats(r.smallest).ops, 10) << show(r.smallest);
+  EXPECT_LE(stats(r.smallest).ops, stats(r.original).ops);
+  EXPECT_LE(stats(r.smallest).max_depth, stats(r.original).max_depth);
+}
+
+INSTANTIATE_TEST_SUITE_P(Mutants, ReduceTest,
+                         ::testing::Values("skip-rng-restore", "clear-before-collect", "args-out-of-order",
+                                           "distributed-not-restored", "no-clear"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& ch : name) ch = ch == '-' ? '_' : ch;
+                           return name;
+                         });
+
+TEST(Reduce, inlining_a_checkpoint_keeps_the_values_that_follow_it) {
+  // checkpoint(v0){ tanh } then add(v1, v0): inlined, add must read tanh's value.
+  Case c;
+  c.leaves.push_back(Leaf{{2, 2}, std::nullopt, true, Fill::randn});
+  Checkpoint ck;
+  ck.args = {Ref{0}};
+  ck.body->ops.push_back(Unary{Unary::Fn::tanh, 0});
+  ck.body->outputs = {1};
+  c.root.ops.push_back(ck);
+  c.root.ops.push_back(Binary{Binary::Fn::add, 1, 0});
+  c.root.outputs = {2};
+  validate(c);
+  int calls = 0;
+  const Case flat = reduce_case(c, [&](const Case& candidate) {
+    ++calls;
+    // Keep only candidates without a checkpoint that still add tanh(v0) to v0.
+    return candidate.root.ops.size() == 2 && std::holds_alternative<Unary>(candidate.root.ops[0]) &&
+           std::holds_alternative<Binary>(candidate.root.ops[1]) && std::get<Binary>(candidate.root.ops[1]).a == 1 &&
+           std::get<Binary>(candidate.root.ops[1]).b == 0;
+  });
+  EXPECT_GT(calls, 0);
+  ASSERT_EQ(flat.root.ops.size(), 2u) << show(flat);
+  EXPECT_TRUE(std::holds_alternative<Unary>(flat.root.ops[0])) << show(flat);
+  EXPECT_EQ(flat.root.outputs, std::vector<int>{2});
+}
+
+// ---- the targets and the commands, as a campaign runs them ---------------------------------
+
+struct Result {
+  int exit_code;
+  std::string output;
+};
+
+Result run_shell(const std::string& command_line) {
+  const std::string command = command_line + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  std::string output;
+  std::array<char, 4096> buffer;
+  std::size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe.get())) > 0) output.append(buffer.data(), n);
+  const int status = pclose(pipe.release());
+  return {WEXITSTATUS(status), output};
+}
+
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+const std::string kRecheck = RECHECK_BINARY;
+const std::string kSeedCorpus = std::string(RECHECK_SOURCE_DIR) + "/corpus/fuzz-check";
+
+TEST(FuzzTargets, check_target_finds_a_mutant_and_minimize_makes_a_replayable_case) {
+  const std::string dir = fresh_dir("fuzz-mutant");
+  const std::string corpus = dir + "/corpus";
+  std::filesystem::create_directories(corpus);
+  const Result fuzz = run_shell(std::string(RECHECK_FUZZ_CHECK) + " --sut=clear-before-collect -seed=1 -runs=20000 " +
+                                "-artifact_prefix=" + dir + "/ " + corpus + " " + kSeedCorpus);
+  ASSERT_NE(fuzz.exit_code, 0) << fuzz.output;
+  EXPECT_NE(fuzz.output.find("recheck_fuzz_check: clear-before-collect fails"), std::string::npos) << fuzz.output;
+  std::string crash;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind("crash-", 0) == 0) crash = entry.path().string();
+  }
+  ASSERT_FALSE(crash.empty()) << fuzz.output;
+  const std::string minimized = dir + "/minimized.json";
+  const Result min = run_shell(kRecheck + " minimize " + crash + " --sut clear-before-collect --out " + minimized);
+  ASSERT_EQ(min.exit_code, 0) << min.output;
+  const Case c = load_case_file(minimized);
+  EXPECT_LE(stats(c).ops, 10) << show(c);
+  ASSERT_FALSE(c.expect.empty());
+  EXPECT_EQ(c.expect[0].sut, "clear-before-collect");
+  const Result replay = run_shell(kRecheck + " replay " + minimized);
+  EXPECT_EQ(replay.exit_code, 0) << replay.output;
+  // The crash file itself replays as fuzzer bytes.
+  const Result repro = run_shell(kRecheck + " repro " + crash + " --sut clear-before-collect");
+  EXPECT_EQ(repro.exit_code, 1) << repro.output;
+}
+
+TEST(FuzzTargets, check_target_raises_no_alarm_on_the_correct_variant) {
+  const std::string dir = fresh_dir("fuzz-clearing");
+  const Result fuzz = run_shell(std::string(RECHECK_FUZZ_CHECK) + " -seed=2 -runs=1500 " + dir + " " + kSeedCorpus);
+  EXPECT_EQ(fuzz.exit_code, 0) << fuzz.output;
+  EXPECT_NE(fuzz.output.find("Done 1500 runs"), std::string::npos) << fuzz.output;
+}
+
+TEST(FuzzTargets, inputs_target_runs_clean_on_json_and_bytes) {
+  const std::string dir = fresh_dir("fuzz-inputs");
+  const Result fuzz = run_shell(std::string(RECHECK_FUZZ_INPUTS) + " -seed=3 -runs=20000 -dict=" +
+                                std::string(RECHECK_SOURCE_DIR) + "/fuzz/recheck_fuzz_inputs.dict " + dir + " " +
+                                std::string(RECHECK_SOURCE_DIR) + "/corpus/seeds");
+  EXPECT_EQ(fuzz.exit_code, 0) << fuzz.output;
+}
+
+TEST(FuzzTargets, unknown_variant_is_refused_at_start) {
+  const Result r = run_shell(std::string(RECHECK_FUZZ_CHECK) + " --sut=no-such-variant -runs=1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("no-such-variant"), std::string::npos) << r.output;
+}
+
+TEST(Replay, the_corpus_holds_every_expectation_it_records) {
+  const Result r = run_shell(kRecheck + " replay " + std::string(RECHECK_SOURCE_DIR) + "/corpus");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(" 0 do not"), std::string::npos) << r.output;
+}
+
+TEST(Replay, a_wrong_expectation_fails_and_says_what_was_seen) {
+  const std::string dir = fresh_dir("replay-wrong");
+  Case c = load_case_file(std::string(RECHECK_SOURCE_DIR) + "/corpus/seeds/nested-three-deep.json");
+  c.expect = {Expectation{"clearing", "rng-restored", "regression"}};
+  save_case_file(c, dir + "/wrong.json");
+  const Result r = run_shell(kRecheck + " replay " + dir);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("FAIL"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("got pass"), std::string::npos) << r.output;
+  c.expect = {Expectation{"clearing", "no-such-property", "pass"}};
+  save_case_file(c, dir + "/wrong.json");
+  const Result bad = run_shell(kRecheck + " replay " + dir);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("case.expect[0].property"), std::string::npos) << bad.output;
+}
+
+TEST(Minimize, a_case_without_alarm_is_refused_with_a_reason) {
+  const Result r = run_shell(kRecheck + " minimize " + std::string(RECHECK_SOURCE_DIR) +
+                             "/corpus/seeds/nested-three-deep.json --out " + ::testing::TempDir() + "/nothing.json");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("nothing to minimize"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(::testing::TempDir() + "/nothing.json"));
+}
+
+}  // namespace
+}  // namespace recheck
