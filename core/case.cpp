@@ -1,5 +1,6 @@
 #include "core/case.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -732,9 +733,43 @@ CaseStats stats(const Case& c) {
   return s;
 }
 
+namespace {
+
+// The deepest nesting of arrays and objects in JSON text, strings skipped. The parser and the
+// destructor of nlohmann::json recurse per level: text nested 100,000 deep would overflow the
+// stack before any field could be checked, so the depth is measured on the text first.
+int64_t json_nesting(const std::string& text) {
+  int64_t depth = 0;
+  int64_t deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (in_string) {
+      if (ch == '\\') ++i;
+      else if (ch == '"') in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
+
 Case parse_case_text(const std::string& text, const std::string& origin, const Limits& limits) {
   const int64_t size = static_cast<int64_t>(text.size());
   if (size > limits.file_bytes) throw CaseError(origin + ": " + over_limit("file size", size, "file_bytes", limits.file_bytes));
+  // A checkpoint body nests four levels of JSON (op, body, ops, op): room for `depth` of them.
+  const int64_t json_limit = 4 * limits.depth + 16;
+  if (const int64_t nesting = json_nesting(text); nesting > json_limit) {
+    throw CaseError(origin + ": JSON nested " + std::to_string(nesting) + " levels deep, over the " +
+                    std::to_string(json_limit) + " that the limit depth=" + std::to_string(limits.depth) +
+                    " allows (raise it with --limits depth=N)");
+  }
   json j;
   try {
     j = json::parse(text);

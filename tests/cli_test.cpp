@@ -4,7 +4,9 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -228,3 +230,53 @@ TEST(Cli, a_case_too_large_for_the_memory_is_skipped_and_named_not_failed) {
 }
 
 }  // namespace
+
+namespace {
+
+// One hostile or broken case file: what it holds, and what its one-line error must say.
+struct Hostile {
+  const char* name;
+  std::string text;
+  const char* says;
+};
+
+}  // namespace
+
+TEST(Cli, hostile_inputs_exit_2_with_one_line_naming_the_file_and_what_was_expected) {
+  std::ifstream in(kSeeds + "nested-three-deep.json");
+  const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  nlohmann::json j = nlohmann::json::parse(good);
+  auto with = [&](const std::function<void(nlohmann::json&)>& change) {
+    nlohmann::json copy = j;
+    change(copy);
+    return copy.dump();
+  };
+  const std::vector<Hostile> cases = {
+      {"malformed", "{\"format\": \"recheck-case\", \"version\": 1,,}", "not valid JSON"},
+      {"truncated", good.substr(0, good.size() / 2), "not valid JSON"},
+      {"empty", "", "not valid JSON"},
+      {"binary", std::string("\0\x01\xff\xfe garbage", 13), "not valid JSON"},
+      {"wrong-type", with([](nlohmann::json& c) { c["leaves"][0]["shape"] = "3x4"; }), "case.leaves[0].shape: expected an array"},
+      {"unknown-op", with([](nlohmann::json& c) { c["root"]["ops"][0]["op"] = "frobnicate"; }), "case.root.ops[0].op: expected one of"},
+      {"version", with([](nlohmann::json& c) { c["version"] = 2; }), "case.version: this recheck reads version 1"},
+      {"huge-integer", with([](nlohmann::json& c) { c["leaves"][0]["shape"][0] = 1e30; }), "case.leaves[0].shape[0]: expected an integer"},
+      {"huge-float", good.substr(0, good.find("\"seed\"")) + "\"seed\": 1e999," + good.substr(good.find(',', good.find("\"seed\"")) + 1), "number overflow"},
+      {"negative", with([](nlohmann::json& c) { c["iterations"] = -1; }), "case.iterations: expected an integer from 1"},
+      {"deep", std::string(100000, '[') + std::string(100000, ']'), "JSON nested 100000 levels deep"},
+  };
+  const std::string dir = ::testing::TempDir() + "/hostile";
+  std::filesystem::create_directories(dir);
+  for (const Hostile& h : cases) {
+    const std::string path = dir + "/" + h.name + ".json";
+    std::ofstream(path, std::ios::binary) << h.text;
+    for (const char* command : {"show", "repro", "minimize"}) {
+      const std::string out = std::string(command) == "minimize" ? " --out " + dir + "/out.json" : "";
+      const Result s = run(std::string(command) + " " + path + out);
+      EXPECT_EQ(s.exit_code, 2) << h.name << " " << command << ": " << s.output;
+      EXPECT_EQ(std::count(s.output.begin(), s.output.end(), '\n'), 1) << h.name << " " << command << ": " << s.output;
+      EXPECT_NE(s.output.find(path), std::string::npos) << h.name << ": " << s.output;
+      EXPECT_NE(s.output.find(h.says), std::string::npos) << h.name << ": " << s.output;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out.json"));  // nothing half-written
+}
