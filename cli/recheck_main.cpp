@@ -197,7 +197,8 @@ shapes, and simplifies the dtype, the iteration count and requires_grad flags.
 CASE is a JSON case or a fuzzer input (as for `recheck repro`: --bytes, --device, --limits).
 --sut NAME        the variant the case fails on (default clearing)
 --oracle NAME     reference variant (default nonclearing)
---property NAME   the property to keep failing (default: the first that raises an alarm)
+--property NAME   the property to keep failing (default: the first that raises an alarm); with
+                  it, a pre-existing finding (the oracle fails too) can be minimized as well
 --out FILE        where to write the minimized case (default: CASE's name + .min.json)
 Exit codes: 0 minimized and written; 2 bad input, or the case shows no alarm to minimize.
 )";

@@ -295,8 +295,9 @@ Case reduce_case(const Case& c, const std::function<bool(const Case&)>& still_fa
 
 std::optional<FailureSignature> find_alarm(const CaseResult& result, const std::string& property) {
   for (const PropertyResult& r : result.results) {
-    if (!property.empty() && r.property != property) continue;
-    if (is_alarm(r.classification)) return FailureSignature{r.property, r.classification};
+    if (property.empty() ? is_alarm(r.classification) : r.property == property && r.classification != Classification::pass) {
+      return FailureSignature{r.property, r.classification};
+    }
   }
   return std::nullopt;
 }

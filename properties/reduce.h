@@ -28,7 +28,8 @@ struct FailureSignature {
   std::string property;
   Classification classification = Classification::pass;
 };
-// The first alarm (regression or divergence) of a result, or of `property` when given.
+// The first alarm (regression or divergence) of a result; with `property`, that property's
+// classification when it is not a pass (so a pre-existing finding can be minimized too).
 std::optional<FailureSignature> find_alarm(const CaseResult& result, const std::string& property = "");
 // True when `result` classifies `signature.property` as `signature.classification`.
 bool shows(const CaseResult& result, const FailureSignature& signature);
