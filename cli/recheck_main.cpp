@@ -1167,6 +1167,7 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   skip_libtorch_backtraces();
+  use_deterministic_algorithms();
   try {
     if (command == "run") {
       return command_run(Args(argc, argv, 2, {"help", "quiet", "no-isolate"},

@@ -1,5 +1,6 @@
 #include "core/interpreter.h"
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 
@@ -441,7 +442,13 @@ at::Tensor draw_leaf(const Case& c, size_t i) {
 
 }  // namespace
 
+void use_deterministic_algorithms() {
+  setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
+}
+
 Observations run_case(const Case& c, CheckpointImplementation& implementation, const RunOptions& options) {
+  use_deterministic_algorithms();
   Observations obs;
   obs.implementation = implementation.name();
   obs.device = c.device;

@@ -77,6 +77,12 @@ struct RunOptions {
 Observations run_case(const Case& c, CheckpointImplementation& implementation,
                       const RunOptions& options = {});
 
+// Turns on libtorch's deterministic algorithms (an op with no deterministic implementation
+// raises instead of varying) and sets CUBLAS_WORKSPACE_CONFIG=:4096:8 when unset, which cuBLAS
+// needs for deterministic matmuls. recheck's programs call it at start, before CUDA is
+// initialized; run_case sets the flag again, for embedders and tests.
+void use_deterministic_algorithms();
+
 // The leaf tensors a run starts from: deterministic in the case's seed.
 std::vector<at::Tensor> make_leaves(const Case& c);
 

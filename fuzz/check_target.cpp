@@ -15,6 +15,7 @@
 
 #include "core/case.h"
 #include "core/errors.h"
+#include "core/interpreter.h"
 #include "fuzz/feedback.h"
 #include "fuzz/target_options.h"
 #include "properties/generator.h"
@@ -37,6 +38,7 @@ Target* target = nullptr;
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   using recheck::fuzz::target_option;
   recheck::skip_libtorch_backtraces();
+  recheck::use_deterministic_algorithms();
   auto* t = new Target;
   t->sut_name = target_option(*argc, *argv, "sut", "RECHECK_SUT", "clearing");
   const std::string oracle = target_option(*argc, *argv, "oracle", "RECHECK_ORACLE", "nonclearing");
