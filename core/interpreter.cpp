@@ -137,19 +137,19 @@ class Interpreter {
     std::vector<std::shared_ptr<torch::autograd::Node>> stack;
     for (const auto& [op, value] : stash_) {
       if (!is_tensor(value)) continue;
-      at::Tensor t = as_tensor(value);
-      // A view whose base was modified in place refuses to give its grad_fn (autograd raises);
-      // its base keeps the same graph alive.
-      while (t.is_view()) {
+      // A stashed view keeps its base alive, and the base its .grad, even when the view has no
+      // graph of its own (made under no_grad, as a checkpoint's forward makes them): the view
+      // and each base it stands on are followed.
+      for (at::Tensor t = as_tensor(value); t.defined(); t = t.is_view() ? t._base() : at::Tensor()) {
+        std::shared_ptr<torch::autograd::Node> grad_fn;
         try {
-          (void)t.grad_fn();
-          break;
+          grad_fn = t.grad_fn();
         } catch (const c10::Error&) {
-          t = t._base();
+          continue;  // a view whose base was modified in place refuses its grad_fn; its base is next
         }
+        if (grad_fn) stack.push_back(std::move(grad_fn));
+        else count(t);
       }
-      if (t.grad_fn()) stack.push_back(t.grad_fn());
-      else count(t);
     }
     while (!stack.empty()) {
       std::shared_ptr<torch::autograd::Node> node = std::move(stack.back());
