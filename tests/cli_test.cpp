@@ -16,26 +16,13 @@
 #include <nlohmann/json.hpp>
 
 #include "core/case.h"
+#include "tests/shell.h"
 #include "properties/generator.h"
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string output;
-};
-
-// Runs a shell command line, standard error merged into the output.
-Result run_shell(const std::string& command_line) {
-  const std::string command = command_line + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  std::string output;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe.get())) > 0) output.append(buffer.data(), n);
-  const int status = pclose(pipe.release());
-  return {WEXITSTATUS(status), output};
-}
+using recheck::test_shell::Result;
+using recheck::test_shell::run_shell;
 
 Result run(const std::string& args) { return run_shell(std::string(RECHECK_BINARY) + " " + args); }
 

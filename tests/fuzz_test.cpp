@@ -22,6 +22,7 @@
 #include "properties/reduce.h"
 #include "properties/report.h"
 #include "suts/checkpoint.h"
+#include "tests/shell.h"
 
 namespace recheck {
 namespace {
@@ -206,21 +207,8 @@ TEST(Reduce, inlining_a_checkpoint_keeps_the_values_that_follow_it) {
 
 // ---- the targets and the commands, as a campaign runs them ---------------------------------
 
-struct Result {
-  int exit_code;
-  std::string output;
-};
-
-Result run_shell(const std::string& command_line) {
-  const std::string command = command_line + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  std::string output;
-  std::array<char, 4096> buffer;
-  std::size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe.get())) > 0) output.append(buffer.data(), n);
-  const int status = pclose(pipe.release());
-  return {WEXITSTATUS(status), output};
-}
+using test_shell::Result;
+using test_shell::run_shell;
 
 std::string fresh_dir(const std::string& name) {
   const std::string dir = ::testing::TempDir() + "/" + name;
