@@ -27,10 +27,12 @@ bool CaseResult::all_pass() const {
 CaseResult check_case(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut,
                       const RunOptions& options) {
   EagerExecution eager;
-  // No property reads the eager run's memory: it runs without the probe (unless a CPU budget
-  // needs one), which is a tenth of a small case's cost.
+  // No property reads the eager run's memory or its checkpoint bodies' calls (only the oracle's
+  // and the sut's): it runs without the probe (unless a CPU budget needs one) and without
+  // recording calls, a tenth of a small case's cost.
   RunOptions eager_options = options;
   eager_options.measure_memory = false;
+  eager_options.record_segment_calls = false;
   const Observations eager_run = run_case(c, eager, eager_options);
   const Observations oracle_run = run_case(c, oracle, options);
   const Observations sut_run = run_case(c, sut, options);
