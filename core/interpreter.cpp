@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <mutex>
 
 #include <optional>
 #include <tuple>
@@ -443,7 +444,10 @@ at::Tensor draw_leaf(const Case& c, size_t i) {
 }  // namespace
 
 void use_deterministic_algorithms() {
-  setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  // The environment once per process (run_case calls this for every run; setenv is not free
+  // and races with readers of the environment), the flag every time.
+  static std::once_flag environment;
+  std::call_once(environment, [] { setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0); });
   at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
 }
 
