@@ -38,6 +38,9 @@
 
 #include <ATen/Parallel.h>
 
+#ifdef RECHECK_WITH_PYTHON
+#include "python/bridge.h"
+#endif
 #include "core/case.h"
 #include "core/errors.h"
 #include "core/interpreter.h"
@@ -382,6 +385,7 @@ int command_run(const Args& args) {
   if (gen.device != "cpu" && gen.device != "cuda") throw UsageError("--device: expected cpu or cuda, got '" + gen.device + "'");
   gen.max_depth = static_cast<int>(args.number("max-depth", gen.max_depth, 0, 16));
   gen.max_ops = static_cast<int>(args.number("max-ops", gen.max_ops, 1, 64));
+  gen = options_for(gen, *sut);
   const int64_t cases = args.number("cases", -1, 1, INT64_MAX / 2);
   const int64_t seconds = args.number("seconds", cases < 0 ? 60 : -1, 1, 365LL * 24 * 3600);
   const bool quiet = args.flag("quiet");
@@ -1168,6 +1172,9 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   skip_libtorch_backtraces();
   use_deterministic_algorithms();
+#ifdef RECHECK_WITH_PYTHON
+  python::register_bridge();
+#endif
   try {
     if (command == "run") {
       return command_run(Args(argc, argv, 2, {"help", "quiet", "no-isolate"},

@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <c10/util/Exception.h>
 #include <c10/util/Logging.h>
@@ -12,7 +13,19 @@ void skip_libtorch_backtraces() {
   c10::SetStackTraceFetcher(std::function<std::string()>([] { return std::string(); }));
 }
 
+namespace {
+std::vector<ExceptionDescriber>& describers() {
+  static std::vector<ExceptionDescriber> all;
+  return all;
+}
+}  // namespace
+
+void add_exception_describer(ExceptionDescriber describer) { describers().push_back(describer); }
+
 RaisedError describe_current_exception() {
+  for (ExceptionDescriber describer : describers()) {
+    if (std::optional<RaisedError> described = describer()) return *described;
+  }
   try {
     throw;
   } catch (const PythonError& error) {

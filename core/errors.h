@@ -4,6 +4,7 @@
 #pragma once
 
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -36,5 +37,11 @@ void skip_libtorch_backtraces();
 
 // Names the exception currently being handled, the way Python would see it.
 RaisedError describe_current_exception();
+
+// Names another library's exceptions (the Python bridge: a Python exception that crossed the
+// autograd engine). Called inside a catch block; rethrows with `throw;` to look, and returns
+// nothing for an exception it does not know.
+using ExceptionDescriber = std::optional<RaisedError> (*)();
+void add_exception_describer(ExceptionDescriber describer);
 
 }  // namespace recheck

@@ -260,7 +260,7 @@ class Interpreter {
       case RngSource::cpu: sample = draw(rng::cpu_generator(), at::kCPU); break;
       case RngSource::device: sample = draw(rng::device_generator(), x.device()); break;
       case RngSource::tracker:
-        rng::get_cuda_rng_tracker().fork(op.tracker_state,
+        rng::tracker_fork(op.tracker_state,
                                          [&] { sample = draw(rng::device_generator(), x.device()); });
         break;
     }
@@ -284,7 +284,7 @@ class Interpreter {
     Values args;
     for (int ref : op.args) args.push_back(v.at(ref));
     Values outputs;
-    rng::get_cuda_rng_tracker().fork(op.tracker_state, [&] { outputs = run_segment(*op.body, args); });
+    rng::tracker_fork(op.tracker_state, [&] { outputs = run_segment(*op.body, args); });
     return outputs;
   }
 
@@ -458,8 +458,9 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
   obs.device = c.device;
   const bool on_cuda = c.device == "cuda";
   rng::use_device(on_cuda ? rng::Device::cuda : rng::Device::cpu);
+  const rng::UseTracker tracker(implementation.tracker());
   rng::reset_all(c.seed);
-  set_checkpointing(false);
+  implementation.reset_checkpointing_flag();
 
   std::optional<memory::CpuProbe> probe;
   const bool measure = options.measure_memory;
@@ -526,7 +527,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
       record.leaf_data.push_back(clone_for_record(leaf));
     }
     record.rng = harness_snapshot();
-    record.checkpointing_flag = is_checkpointing();
+    record.checkpointing_flag = implementation.checkpointing_flag();
     obs.iterations.push_back(std::move(record));
   }
   return obs;

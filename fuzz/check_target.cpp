@@ -54,6 +54,7 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     std::fprintf(stderr, "recheck_fuzz_check: --device must be cpu or cuda, not '%s'\n", t->options.device.c_str());
     std::exit(2);
   }
+  t->options = recheck::options_for(t->options, *t->sut);
   std::fprintf(stderr, "recheck_fuzz_check: %s against %s on %s\n", t->sut_name.c_str(), oracle.c_str(),
                t->options.device.c_str());
   target = t;

@@ -130,7 +130,7 @@ class SegmentBuilder {
     const std::vector<int> floats = float_tensors();
     if (floats.empty()) return;  // a body whose inputs are all None or literals computes nothing
     const size_t nested = depth_ < options_.max_depth ? 18 : 0;
-    const size_t fork = fork_depth_ < 2 ? 3 : 0;
+    const size_t fork = fork_depth_ < 2 && options_.tracker_rng ? 3 : 0;
     const size_t kind = pick_weighted({{20, kUnary}, {15, kBinary}, {6, kMatmul}, {8, kView}, {3, kReduce},
                                        {2, kArgmax}, {16, kRandom}, {5, kStash}, {nested, kCheckpoint},
                                        {fork, kFork}, {depth_ > 0 ? 3u : 1u, kRaise}, {depth_ > 0 ? 4u : 0u, kInPlaceInput}});
@@ -221,8 +221,9 @@ class SegmentBuilder {
       case kRandom: {
         Random op;
         op.fn = pick(std::vector<Random::Fn>{Random::Fn::dropout, Random::Fn::noise});
-        op.source = choose_weighted<RngSource>(
-            {{1, RngSource::cpu}, {1, RngSource::device}, {2, RngSource::tracker}});
+        op.source = choose_weighted<RngSource>({{1, RngSource::cpu},
+                                                {options_.device_rng ? 1u : 0u, RngSource::device},
+                                                {options_.tracker_rng ? 2u : 0u, RngSource::tracker}});
         if (op.source == RngSource::tracker) op.tracker_state = pick_tracker_state();
         op.p = op.fn == Random::Fn::dropout ? pick(std::vector<double>{0.5, 0.5, 0.25}) : 0.1;
         op.x = x;
@@ -610,6 +611,14 @@ Case build_case(const GenOptions& options) {
 }
 
 }  // namespace
+
+GenOptions options_for(GenOptions options, const CheckpointImplementation& sut) {
+  const RngSources sources = sut.rng_sources(options.device == "cuda");
+  options.device_rng = options.device_rng && sources.device;
+  options.tracker_rng = options.tracker_rng && sources.tracker;
+  if (!sut.distributes()) options.distribute_one_in = 0;
+  return options;
+}
 
 Case draw_case(const GenOptions& options, uint64_t seed) {
   return gen_case(options)(rc::Random(seed), rc::kNominalSize).value();

@@ -11,15 +11,24 @@
 #include <rapidcheck.h>
 
 #include "core/case.h"
+#include "suts/checkpoint.h"
 
 namespace recheck {
 
 struct GenOptions {
   int max_depth = 4;        // checkpoints nested at most this deep
   int max_ops = 6;          // ops per segment at most
-  int distribute_one_in = 6;  // a checkpoint distributes its saved activations once in this many
+  int distribute_one_in = 6;  // a checkpoint distributes its saved activations once in this many (0: never)
   std::string device = "cpu";
+  // The RNG sources random ops draw from besides the CPU generator's (a variant's RngSources):
+  // without the tracker there are no tracker draws and no fork ops.
+  bool device_rng = true;
+  bool tracker_rng = true;
 };
+
+// `options` narrowed to what `sut` runs: its RNG sources, and no distributing checkpoint if it
+// cannot run one.
+GenOptions options_for(GenOptions options, const CheckpointImplementation& sut);
 
 rc::Gen<Case> gen_case(const GenOptions& options);
 

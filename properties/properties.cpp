@@ -273,15 +273,23 @@ const Property* find_property(const std::string& name) {
 }
 
 std::vector<PropertyResult> check_properties(const Observations& eager, const Observations& oracle,
-                                             const Observations& sut) {
+                                             const Observations& sut, ChangeClaims claims) {
   const Runs runs{eager, oracle};
   std::vector<PropertyResult> results;
   for (const Property& p : properties()) {
+    if (p.claim_of_change && claims == ChangeClaims::not_applicable) continue;
     PropertyResult r;
     r.property = p.name;
     r.oracle = p.check(oracle, runs);
     r.sut = p.check(sut, runs);
-    r.classification = classify(p, r.oracle, r.sut);
+    switch (claims) {
+      case ChangeClaims::made: r.classification = classify(p, r.oracle, r.sut); break;
+      case ChangeClaims::like_oracle: r.classification = classify(r.oracle, r.sut); break;
+      // Another function has no change to regress: what it fails is its own, pre-existing.
+      case ChangeClaims::not_applicable:
+        r.classification = r.sut.holds ? Classification::pass : Classification::pre_existing;
+        break;
+    }
     results.push_back(std::move(r));
   }
   return results;

@@ -57,8 +57,10 @@ struct PropertyResult {
   Classification classification = Classification::pass;
 };
 
+// `claims` says how the change's claims apply to the sut (suts/checkpoint.h); not applicable,
+// they are left out of the results.
 std::vector<PropertyResult> check_properties(const Observations& eager, const Observations& oracle,
-                                             const Observations& sut);
+                                             const Observations& sut, ChangeClaims claims = ChangeClaims::made);
 
 // True when a result should fail a CI gate.
 inline bool is_alarm(Classification c) {

@@ -45,7 +45,7 @@ CaseResult check_case(const Case& c, CheckpointImplementation& oracle, Checkpoin
       return result;
     }
   }
-  result.results = check_properties(eager_run, oracle_run, sut_run);
+  result.results = check_properties(eager_run, oracle_run, sut_run, sut.change_claims());
   return result;
 }
 

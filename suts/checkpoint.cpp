@@ -1,6 +1,7 @@
 #include "suts/checkpoint.h"
 
 #include <cstdlib>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -416,8 +417,48 @@ Values MegatronCheckpoint::apply(const RunFunction& run_function, bool distribut
   return outputs;
 }
 
+bool CheckpointImplementation::checkpointing_flag() const { return is_checkpointing(); }
+void CheckpointImplementation::reset_checkpointing_flag() { set_checkpointing(false); }
+
+namespace {
+
+std::map<std::string, CheckpointFactory>& factories() {
+  static std::map<std::string, CheckpointFactory> all;
+  return all;
+}
+
+std::map<std::string, std::string>& aliases() {
+  static std::map<std::string, std::string> all;
+  return all;
+}
+
+}  // namespace
+
+void register_checkpoint_factory(const std::string& prefix, CheckpointFactory factory) {
+  factories()[prefix] = std::move(factory);
+}
+
+void register_checkpoint_alias(const std::string& alias, const std::string& name) { aliases()[alias] = name; }
+
 std::unique_ptr<CheckpointImplementation> make_checkpoint(const std::string& variant_name) {
-  return std::make_unique<MegatronCheckpoint>(find_variant(variant_name));
+  const auto alias = aliases().find(variant_name);
+  const std::string& name = alias == aliases().end() ? variant_name : alias->second;
+  const size_t colon = name.find(':');
+  if (colon != std::string::npos) {
+    const std::string prefix = name.substr(0, colon);
+    const auto factory = factories().find(prefix);
+    if (factory != factories().end()) return factory->second(name);
+    if (prefix == "python" || prefix == "python-clearing") {
+      throw std::invalid_argument("variant '" + name + "' needs the Python bridge, and this recheck was built "
+                                  "without it (configure with -DRECHECK_PYTHON=ON against a Python torch: "
+                                  "see the README, \"Python checkpoint code\")");
+    }
+  }
+  if (variant_name == "megatron-py" || variant_name == "megatron-py-clearing" || variant_name == "torch-py") {
+    throw std::invalid_argument("variant '" + variant_name + "' needs the Python bridge, and this recheck was built "
+                                "without it (configure with -DRECHECK_PYTHON=ON: see the README)");
+  }
+  return std::make_unique<MegatronCheckpoint>(find_variant(name));
 }
 
 }  // namespace recheck

@@ -11,6 +11,27 @@
 
 namespace recheck {
 
+namespace rng {
+struct TrackerHooks;
+}
+
+// How the change's claims apply to a variant:
+//   made:            the change, or the change with a mistake (every C++ variant): held to them;
+//   like_oracle:     the same function without the change (released Megatron code): held to
+//                    what the oracle does, so that failing a claim as the oracle fails it is
+//                    pre-existing, and allocating differently from it is a finding;
+//   not_applicable:  another function (PyTorch's checkpoint): not checked, and there being no
+//                    change to regress, every property it fails is pre-existing.
+enum class ChangeClaims { made, like_oracle, not_applicable };
+
+// The RNG sources a variant saves before forward and restores around recomputation.
+// Generated cases for a variant draw only from its sources, and rng-restored holds it to them.
+struct RngSources {
+  bool cpu = true;
+  bool device = true;
+  bool tracker = true;  // Megatron's CudaRNGStatesTracker (and the fork ops that use it)
+};
+
 // A checkpointed segment's body, called once in forward and again to recompute in backward.
 using RunFunction = std::function<Values(const Values&)>;
 
@@ -22,7 +43,30 @@ class CheckpointImplementation {
   virtual std::string name() const = 0;
   virtual Values apply(const RunFunction& run_function, bool distribute_saved_activations,
                        const Values& args) = 0;
+
+  virtual RngSources rng_sources(bool on_cuda) const {
+    (void)on_cuda;
+    return {};
+  }
+  // How the change's claims (grad-released, memory-floor) apply to it.
+  virtual ChangeClaims change_claims() const { return ChangeClaims::made; }
+  // Whether it can run a checkpoint that distributes its saved activations.
+  virtual bool distributes() const { return true; }
+  // The tracker the case's tracker draws and fork ops use while this implementation runs;
+  // null: recheck's own (suts/rng.h).
+  virtual const rng::TrackerHooks* tracker() const { return nullptr; }
+  // The is-checkpointing flag this implementation keeps (Megatron's module global for a Python
+  // variant), and putting it down before a run.
+  virtual bool checkpointing_flag() const;
+  virtual void reset_checkpointing_flag();
 };
+
+// Variants from elsewhere: a name "PREFIX:..." goes to the factory registered for PREFIX
+// (the Python bridge registers "python" and "python-clearing").
+using CheckpointFactory = std::function<std::unique_ptr<CheckpointImplementation>(const std::string& name)>;
+void register_checkpoint_factory(const std::string& prefix, CheckpointFactory factory);
+// Short names for registered ones ("megatron-py" for "python:megatron...").
+void register_checkpoint_alias(const std::string& alias, const std::string& name);
 
 // The global "is checkpointing" flag: set while a checkpoint's forward or backward runs.
 bool is_checkpointing();

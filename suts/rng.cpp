@@ -114,8 +114,12 @@ void CudaRNGStatesTracker::fork(const std::string& name, const std::function<voi
   if (orig_state_name != kDefaultStateName) (*states_)[orig_state_name] = orig_cuda_rng_state;
   set_state(device, states_->at(name));
   current_state_name_ = name;
-  // Python's `finally:` runs on both paths; Megatron only logs a changed CPU state, so we do not.
+  // Megatron reads the CPU state on the way in and compares it on the way out, only to log a
+  // warning; the reads are kept (not the log line): they are allocations the memory claims count.
+  const at::Tensor cpu_rng_state = get_state(cpu_generator());
+  // Python's `finally:` runs on both paths.
   auto leave = [&] {
+    (void)at::all(at::eq(cpu_rng_state, get_state(cpu_generator()))).item<bool>();
     if (current_state_name_ != name) {
       throw PythonError("Exception", "current state name " + current_state_name_ +
                                          " is not the same as the desired state name " + name + ".");
@@ -202,12 +206,29 @@ std::vector<uint8_t> generator_bytes(const at::Generator& generator) {
   }
   return bytes_of(get_state(generator));
 }
+
+const TrackerHooks* g_tracker_hooks = nullptr;
+
 }  // namespace
+
+std::vector<uint8_t> state_bytes(const at::Tensor& state) { return bytes_of(state); }
+
+UseTracker::UseTracker(const TrackerHooks* hooks) : previous_(g_tracker_hooks) { g_tracker_hooks = hooks; }
+UseTracker::~UseTracker() { g_tracker_hooks = previous_; }
+
+void tracker_fork(const std::string& name, const std::function<void()>& body) {
+  if (g_tracker_hooks != nullptr) g_tracker_hooks->fork(name, body);
+  else get_cuda_rng_tracker().fork(name, body);
+}
 
 Snapshot snapshot() {
   Snapshot s;
   s.cpu = generator_bytes(cpu_generator());
   s.device = generator_bytes(device_generator());
+  if (g_tracker_hooks != nullptr) {
+    g_tracker_hooks->read(s.tracker, s.tracker_current);
+    return s;
+  }
   const CudaRNGStatesTracker& tracker = get_cuda_rng_tracker();
   for (const auto& [name, state] : tracker.live_states()) s.tracker[name] = bytes_of(state);
   s.tracker_current = tracker.current_state_name();
@@ -231,6 +252,7 @@ void reset_all(uint64_t seed) {
     set_state(cpu_generator(), last->cpu);
     set_state(device_generator(), last->device_state);
     tracker.restore(last->tracker, last->tracker_seeds);
+    if (g_tracker_hooks != nullptr) g_tracker_hooks->seed(seed);
     return;
   }
   // A CPU seed apart from the device's, so that the two streams never coincide.
@@ -240,6 +262,8 @@ void reset_all(uint64_t seed) {
   for (const auto& [name, state] : tracker.live_states()) states[name] = state.clone();
   last = Seeded{seed, g_device, get_state(cpu_generator()), get_state(device_generator()), std::move(states),
                 tracker.seeds()};
+  // Another tracker is seeded the same way, from the device generator's state before seeding.
+  if (g_tracker_hooks != nullptr) g_tracker_hooks->seed(seed);
 }
 
 }  // namespace recheck::rng

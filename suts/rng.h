@@ -104,4 +104,31 @@ Snapshot snapshot();
 // Seeds every generator and resets the tracker, so that each run starts alike.
 void reset_all(uint64_t seed);
 
+// A generator state tensor as bytes (what snapshots hold).
+std::vector<uint8_t> state_bytes(const at::Tensor& state);
+
+// Another tracker in place of recheck's own while a run uses it: a Python variant's Megatron
+// CudaRNGStatesTracker. The case's tracker draws and fork ops go through `fork`, snapshots read
+// `read`, and reset_all seeds it with `seed` (Megatron's model_parallel_cuda_manual_seed).
+struct TrackerHooks {
+  std::function<void(const std::string& name, const std::function<void()>& body)> fork;
+  std::function<void(std::map<std::string, std::vector<uint8_t>>& states, std::string& current)> read;
+  std::function<void(uint64_t seed)> seed;
+};
+
+// `with tracker.fork(name): body()` on the tracker in use.
+void tracker_fork(const std::string& name, const std::function<void()>& body);
+
+// Puts `hooks` in use until it goes out of scope (null: recheck's own tracker).
+class UseTracker {
+ public:
+  explicit UseTracker(const TrackerHooks* hooks);
+  ~UseTracker();
+  UseTracker(const UseTracker&) = delete;
+  UseTracker& operator=(const UseTracker&) = delete;
+
+ private:
+  const TrackerHooks* previous_;
+};
+
 }  // namespace recheck::rng

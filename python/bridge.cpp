@@ -1,0 +1,529 @@
+#include "python/bridge.h"
+
+#include <pthread.h>
+
+#include <exception>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include <pybind11/embed.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/version.h>
+
+#include "core/errors.h"
+#include "suts/checkpoint.h"
+#include "suts/rng.h"
+
+namespace py = pybind11;
+
+namespace recheck::python {
+
+namespace {
+
+// The Python half: the CPU shim for the CUDA RNG calls Megatron makes, the two calling
+// conventions, the tracker and flag accessors, and the PR's change as a wrapper.
+constexpr const char* kBridgePy = R"PY(
+import contextlib
+import importlib
+import warnings
+
+import torch
+import _recheck
+
+_original_cuda = {}
+
+
+def use_cpu_device_shim(enabled):
+    """On CPU, torch.cuda's RNG calls (and Megatron's own helpers, patched per module) reach
+    recheck's stand-in device generator; on a GPU they are left alone."""
+    targets = [(torch.cuda, "get_rng_state"), (torch.cuda, "set_rng_state"), (torch.cuda, "manual_seed"),
+               (torch.cuda, "manual_seed_all"), (torch.cuda.random, "get_rng_state"),
+               (torch.cuda.random, "set_rng_state"), (torch.cuda.random, "manual_seed"),
+               (torch.cuda.random, "manual_seed_all")]
+    if not _original_cuda:
+        for owner, name in targets:
+            _original_cuda[(owner, name)] = getattr(owner, name)
+    shim = {
+        "get_rng_state": lambda device="cuda": _recheck.device_get_state(),
+        "set_rng_state": lambda new_state, device="cuda": _recheck.device_set_state(new_state),
+        "manual_seed": lambda seed: _recheck.device_manual_seed(int(seed)),
+        "manual_seed_all": lambda seed: _recheck.device_manual_seed(int(seed)),
+    }
+    for owner, name in targets:
+        setattr(owner, name, shim[name] if enabled else _original_cuda[(owner, name)])
+
+
+_original_module = {}
+
+
+def use_megatron_shim(module, enabled):
+    """Megatron's _get_cuda_rng_state / _set_cuda_rng_state, on CPU, go to the stand-in."""
+    if not hasattr(module, "_get_cuda_rng_state"):
+        return
+    key = module.__name__
+    if key not in _original_module:
+        _original_module[key] = (module._get_cuda_rng_state, module._set_cuda_rng_state)
+    if enabled:
+        module._get_cuda_rng_state = lambda device="cuda", clone=False, graph_safe=False: _recheck.device_get_state()
+        module._set_cuda_rng_state = lambda new_state, device=-1, graph_safe=False: _recheck.device_set_state(new_state)
+    else:
+        module._get_cuda_rng_state, module._set_cuda_rng_state = _original_module[key]
+
+
+def resolve(module_name, attr):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # megatron-core warns about missing Apex and TE on import
+        module = importlib.import_module(module_name)
+    if not hasattr(module, attr):
+        raise AttributeError(f"module {module_name} has no attribute {attr}")
+    style = "torch" if module_name == "torch.utils.checkpoint" else "megatron"
+    has_tracker = hasattr(module, "get_cuda_rng_tracker") and hasattr(module, "model_parallel_cuda_manual_seed")
+    return module, getattr(module, attr), style, has_tracker
+
+
+def as_tuple(outputs):
+    return tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,)
+
+
+def call(function, style, body, distribute, args):
+    if style == "torch":
+        return as_tuple(function(body, *args, use_reentrant=True))
+    apply = getattr(function, "apply", None)
+    if apply is not None:
+        return as_tuple(apply(body, distribute, *args))
+    return as_tuple(function(body, distribute, *args))
+
+
+def tracker_seed(module, seed, cpu_shim):
+    use_cpu_device_shim(cpu_shim)
+    use_megatron_shim(module, cpu_shim)
+    try:
+        module.model_parallel_cuda_manual_seed(seed, tp_rank=0, ep_rank=0, etp_rank=0)
+    except TypeError:  # an older Megatron without the rank arguments: one rank of each group
+        from megatron.core import parallel_state
+        parallel_state._MPU_TENSOR_MODEL_PARALLEL_RANK = 0
+        parallel_state._MPU_EXPERT_MODEL_PARALLEL_RANK = 0
+        module.model_parallel_cuda_manual_seed(seed)
+
+
+def tracker_enter(module, name):
+    context = module.get_cuda_rng_tracker().fork(name)
+    context.__enter__()
+    return context
+
+
+def tracker_exit(context):
+    context.__exit__(None, None, None)
+
+
+def tracker_read(module):
+    tracker = module.get_cuda_rng_tracker()
+    return dict(tracker.states_), tracker._current_state_name
+
+
+def flag(module):
+    return bool(getattr(module, "IS_CHECKPOINTING", False))
+
+
+def reset_flag(module):
+    if hasattr(module, "IS_CHECKPOINTING"):
+        module.IS_CHECKPOINTING = False
+
+
+# The PR's change, without editing Megatron's file: backward's detach_variable is watched, each
+# backward call keeps its own record (a nested checkpoint's backward runs inside its parent's),
+# and once a call has returned the .grad of every tensor it detached is reset.
+_records = []
+_watched = set()
+
+
+def clearing(function, module):
+    if module.__name__ not in _watched:
+        detach = module.detach_variable
+
+        def recording_detach(inputs):
+            detached = detach(inputs)
+            if _records:
+                _records[-1].extend(t for t in detached if isinstance(t, torch.Tensor))
+            return detached
+
+        module.detach_variable = recording_detach
+        _watched.add(module.__name__)
+
+    class ClearingCheckpointFunction(function):
+        @staticmethod
+        def backward(ctx, *grad_outputs):
+            _records.append([])
+            try:
+                grads = function.backward(ctx, *grad_outputs)
+            finally:
+                detached = _records.pop()
+            for tensor in detached:
+                tensor.grad = None
+            return grads
+
+    ClearingCheckpointFunction.__name__ = "Clearing" + function.__name__
+    return ClearingCheckpointFunction
+)PY";
+
+py::object wrap(const at::Tensor& tensor) { return py::reinterpret_steal<py::object>(THPVariable_Wrap(tensor)); }
+
+const at::Tensor& unpack(py::handle object, const char* what) {
+  if (!THPVariable_Check(object.ptr())) {
+    throw PythonError("TypeError", std::string(what) + ": expected a tensor, got " + Py_TYPE(object.ptr())->tp_name);
+  }
+  return THPVariable_Unpack(object.ptr());
+}
+
+py::object to_python(const Value& value) {
+  switch (value.index()) {
+    case 0: return py::none();
+    case 1: return wrap(as_tensor(value));
+    case 2: return py::int_(std::get<int64_t>(value));
+    case 3: return py::float_(std::get<double>(value));
+    case 4: return py::bool_(std::get<bool>(value));
+    default: return py::str(std::get<std::string>(value));
+  }
+}
+
+Value from_python(py::handle object) {
+  PyObject* o = object.ptr();
+  if (o == Py_None) return None{};
+  if (THPVariable_Check(o)) return THPVariable_Unpack(o);
+  if (PyBool_Check(o)) return o == Py_True;
+  if (PyLong_Check(o)) return object.cast<int64_t>();
+  if (PyFloat_Check(o)) return object.cast<double>();
+  if (PyUnicode_Check(o)) return object.cast<std::string>();
+  throw PythonError("TypeError", std::string("a checkpoint body cannot take or return a ") + Py_TYPE(o)->tp_name);
+}
+
+// "torch.OutOfMemoryError" -> "OutOfMemoryError": properties compare Python's short names.
+std::string short_type_name(PyObject* type) {
+  const std::string name = reinterpret_cast<PyTypeObject*>(type)->tp_name;
+  const size_t dot = name.rfind('.');
+  return dot == std::string::npos ? name : name.substr(dot + 1);
+}
+
+// With the GIL held.
+PythonError to_cpp(const py::error_already_set& error) {
+  const std::string message = error.value() ? std::string(py::str(error.value())) : std::string(error.what());
+  return PythonError(error.type() ? short_type_name(error.type().ptr()) : "RuntimeError", message);
+}
+
+// A C++ error raised in Python as the Python exception it names, so that it crosses Megatron's
+// Python code unchanged. With the GIL held.
+[[noreturn]] void raise_in_python(const RaisedError& error) {
+  py::object type = py::getattr(py::module_::import("builtins"), error.type.c_str(), py::none());
+  if (type.is_none()) type = py::getattr(py::module_::import("torch"), error.type.c_str(), py::none());
+  if (type.is_none() || !PyType_Check(type.ptr()) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type.ptr()),
+                                                                         reinterpret_cast<PyTypeObject*>(PyExc_Exception))) {
+    type = py::reinterpret_borrow<py::object>(PyExc_RuntimeError);
+  }
+  PyErr_SetString(type.ptr(), error.message.c_str());
+  throw py::error_already_set();
+}
+
+// A Python exception that crossed the autograd engine (Megatron's backward raised) arrives as
+// torch's python_error.
+std::optional<RaisedError> describe_python_exception() {
+  try {
+    throw;
+  } catch (const python_error& error) {
+    py::gil_scoped_acquire gil;
+    const std::string type = error.type ? short_type_name(error.type) : "RuntimeError";
+    const std::string message = error.value ? std::string(py::str(py::handle(error.value))) : std::string(error.what());
+    return RaisedError{type, message};
+  } catch (const py::error_already_set& error) {
+    py::gil_scoped_acquire gil;
+    const PythonError e = to_cpp(error);
+    return RaisedError{e.type(), e.what()};
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+// A checkpoint body as a Python callable: Python's arguments in, the interpreter run with the
+// GIL released, its outputs back as a tuple.
+struct Body {
+  RunFunction run;
+
+  py::object call(const py::args& args) const {
+    Values inputs;
+    std::optional<RaisedError> error;
+    try {
+      for (py::handle arg : args) inputs.push_back(from_python(arg));
+    } catch (...) {
+      error = describe_current_exception();
+    }
+    Values outputs;
+    if (!error) {
+      py::gil_scoped_release release;
+      try {
+        outputs = run(inputs);
+      } catch (...) {
+        error = describe_current_exception();
+      }
+    }
+    if (error) raise_in_python(*error);
+    py::tuple result(outputs.size());
+    for (size_t i = 0; i < outputs.size(); ++i) result[i] = to_python(outputs[i]);
+    return std::move(result);
+  }
+};
+
+std::string compiled_torch_version() {
+  return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+         std::to_string(TORCH_VERSION_PATCH);
+}
+
+// Every libtorch_cpu mapped into this process.
+std::set<std::string> mapped_libtorch() {
+  std::set<std::string> found;
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    const size_t slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string path = line.substr(slash);
+    if (path.find("/libtorch_cpu.so") != std::string::npos) found.insert(path);
+  }
+  return found;
+}
+
+class Interpreter {
+ public:
+  // Starts it on first use; a failed start is reported again on every later use.
+  static Interpreter& get() {
+    static std::string failed;
+    static Interpreter* interpreter = nullptr;  // never finalized: torch does not survive it
+    if (interpreter == nullptr && failed.empty()) {
+      try {
+        interpreter = new Interpreter();
+      } catch (const std::exception& e) {
+        failed = e.what();
+      }
+    }
+    if (interpreter == nullptr) throw std::invalid_argument(failed);
+    return *interpreter;
+  }
+
+  py::module_& bridge() { return bridge_; }
+
+ private:
+  Interpreter() {
+    py::initialize_interpreter(/*init_signal_handlers=*/false);
+    {
+      // The site-packages of the torch recheck was built against comes first, PYTHONPATH before it.
+      py::module_::import("site").attr("addsitedir")(RECHECK_PYTHON_SITE);
+      py::module_ sys = py::module_::import("sys");
+      py::object torch;
+      try {
+        torch = py::module_::import("torch");
+      } catch (const py::error_already_set& e) {
+        throw std::runtime_error(std::string("the Python bridge cannot import torch (") + e.what() +
+                                 "); recheck was built against the torch in " RECHECK_PYTHON_SITE);
+      }
+      const std::string version = py::str(torch.attr("__version__"));
+      const std::string base = version.substr(0, version.find('+'));
+      const std::set<std::string> libraries = mapped_libtorch();
+      if (base != compiled_torch_version() || libraries.size() != 1) {
+        std::string mapped;
+        for (const std::string& l : libraries) mapped += (mapped.empty() ? "" : ", ") + l;
+        throw std::runtime_error("the Python bridge refuses to start: recheck was built against libtorch " +
+                                 compiled_torch_version() + ", the Python torch it embeds is " + version + " at " +
+                                 std::string(py::str(torch.attr("__file__"))) + ", and the process maps " + mapped +
+                                 " (one libtorch per process: build recheck against this torch, see the README)");
+      }
+      py::object module = py::module_::import("types").attr("ModuleType")("recheck_bridge");
+      py::exec(kBridgePy, module.attr("__dict__"));
+      sys.attr("modules")["recheck_bridge"] = module;
+      bridge_ = py::reinterpret_borrow<py::module_>(module);
+    }
+    // recheck run forks its workers: the child must find Python's state consistent.
+    pthread_atfork([] { fork_state_ = PyGILState_Ensure(); PyOS_BeforeFork(); },
+                   [] { PyOS_AfterFork_Parent(); PyGILState_Release(fork_state_); },
+                   [] { PyOS_AfterFork_Child(); PyGILState_Release(fork_state_); });
+    add_exception_describer(describe_python_exception);
+    saved_ = PyEval_SaveThread();  // the GIL is taken only when Python runs
+  }
+
+  py::module_ bridge_;
+  PyThreadState* saved_ = nullptr;
+  static inline PyGILState_STATE fork_state_;
+};
+
+class PythonCheckpoint : public CheckpointImplementation {
+ public:
+  PythonCheckpoint(std::string name, const std::string& module_name, const std::string& attr, bool clearing)
+      : name_(std::move(name)), clearing_(clearing) {
+    Interpreter& interpreter = Interpreter::get();
+    py::gil_scoped_acquire gil;
+    try {
+      py::tuple resolved = interpreter.bridge().attr("resolve")(module_name, attr);
+      module_ = resolved[0];
+      function_ = resolved[1];
+      style_ = py::str(resolved[2]);
+      has_tracker_ = resolved[3].cast<bool>();
+      if (clearing) {
+        if (style_ != "megatron" || !py::hasattr(function_, "apply") || !py::hasattr(module_, "detach_variable")) {
+          throw std::invalid_argument("python-clearing: " + module_name + ":" + attr +
+                                      " is not a Megatron-style autograd Function in a module that uses detach_variable");
+        }
+        function_ = interpreter.bridge().attr("clearing")(function_, module_);
+      }
+    } catch (const py::error_already_set& e) {
+      throw std::invalid_argument("variant '" + name_ + "': " + to_cpp(e).what());
+    }
+    if (has_tracker_) {
+      hooks_.fork = [this](const std::string& state, const std::function<void()>& body) { fork(state, body); };
+      hooks_.read = [this](std::map<std::string, std::vector<uint8_t>>& states, std::string& current) {
+        py::gil_scoped_acquire gil;
+        py::tuple read = Interpreter::get().bridge().attr("tracker_read")(module_);
+        for (auto [name, state] : py::dict(read[0])) states[py::str(name)] = rng::state_bytes(unpack(state, "tracker state"));
+        current = py::str(read[1]);
+      };
+      hooks_.seed = [this](uint64_t seed) {
+        py::gil_scoped_acquire gil;
+        try {
+          Interpreter::get().bridge().attr("tracker_seed")(module_, seed, rng::current_device() == rng::Device::cpu);
+        } catch (const py::error_already_set& e) {
+          throw to_cpp(e);
+        }
+      };
+    }
+  }
+
+  ~PythonCheckpoint() override {
+    py::gil_scoped_acquire gil;
+    module_ = py::object();
+    function_ = py::object();
+  }
+
+  std::string name() const override { return name_; }
+
+  Values apply(const RunFunction& run_function, bool distribute_saved_activations, const Values& args) override {
+    py::gil_scoped_acquire gil;
+    try {
+      py::tuple py_args(args.size());
+      for (size_t i = 0; i < args.size(); ++i) py_args[i] = to_python(args[i]);
+      py::object body = py::cast(Body{run_function});
+      py::object result =
+          Interpreter::get().bridge().attr("call")(function_, style_, body, distribute_saved_activations, py_args);
+      Values outputs;
+      for (py::handle output : result) outputs.push_back(from_python(output));
+      return outputs;
+    } catch (const py::error_already_set& e) {
+      throw to_cpp(e);
+    }
+  }
+
+  RngSources rng_sources(bool on_cuda) const override {
+    // PyTorch's checkpoint stashes the CPU state and the states of the devices its tensor
+    // arguments are on: on CPU, not the stand-in. Megatron's manages all three.
+    if (style_ == "torch") return RngSources{true, on_cuda, false};
+    return RngSources{true, true, has_tracker_};
+  }
+
+  ChangeClaims change_claims() const override {
+    if (clearing_) return ChangeClaims::made;
+    return style_ == "megatron" ? ChangeClaims::like_oracle : ChangeClaims::not_applicable;
+  }
+
+  // Megatron's split and gather need a tensor-parallel group; PyTorch's has no such option.
+  bool distributes() const override { return false; }
+
+  const rng::TrackerHooks* tracker() const override { return has_tracker_ ? &hooks_ : nullptr; }
+
+  bool checkpointing_flag() const override {
+    py::gil_scoped_acquire gil;
+    return Interpreter::get().bridge().attr("flag")(module_).cast<bool>();
+  }
+
+  void reset_checkpointing_flag() override {
+    py::gil_scoped_acquire gil;
+    Interpreter::get().bridge().attr("reset_flag")(module_);
+  }
+
+ private:
+  void fork(const std::string& state, const std::function<void()>& body) {
+    PyObject* context = nullptr;
+    {
+      py::gil_scoped_acquire gil;
+      try {
+        context = Interpreter::get().bridge().attr("tracker_enter")(module_, state).release().ptr();
+      } catch (const py::error_already_set& e) {
+        throw to_cpp(e);
+      }
+    }
+    std::exception_ptr failure;
+    try {
+      body();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    {
+      py::gil_scoped_acquire gil;
+      py::object owned = py::reinterpret_steal<py::object>(context);
+      try {
+        Interpreter::get().bridge().attr("tracker_exit")(owned);
+      } catch (const py::error_already_set& e) {
+        throw to_cpp(e);  // Python's finally raised: that replaces the body's error, as in Python
+      }
+    }
+    if (failure) std::rethrow_exception(failure);
+  }
+
+  std::string name_;
+  bool clearing_ = false;
+  py::object module_;
+  py::object function_;
+  std::string style_;
+  bool has_tracker_ = false;
+  rng::TrackerHooks hooks_;
+};
+
+std::unique_ptr<CheckpointImplementation> make_python(const std::string& name) {
+  const size_t first = name.find(':');
+  const size_t second = name.find(':', first + 1);
+  if (second == std::string::npos || second == first + 1 || second + 1 == name.size()) {
+    throw std::invalid_argument("variant '" + name + "': expected python:MODULE:ATTR or python-clearing:MODULE:ATTR");
+  }
+  const std::string prefix = name.substr(0, first);
+  return std::make_unique<PythonCheckpoint>(name, name.substr(first + 1, second - first - 1), name.substr(second + 1),
+                                            prefix == "python-clearing");
+}
+
+}  // namespace
+
+const std::vector<Alias>& aliases() {
+  static const std::vector<Alias> all = {
+      {"megatron-py", "python:megatron.core.tensor_parallel.random:CheckpointFunction",
+       "megatron-core's CheckpointFunction as installed (or as PYTHONPATH finds it)"},
+      {"megatron-py-clearing", "python-clearing:megatron.core.tensor_parallel.random:CheckpointFunction",
+       "the same with the PR's change wrapped around it (recheck's wrapper, not the PR's code)"},
+      {"torch-py", "python:torch.utils.checkpoint:checkpoint", "PyTorch's reentrant torch.utils.checkpoint"},
+  };
+  return all;
+}
+
+void register_bridge() {
+  register_checkpoint_factory("python", make_python);
+  register_checkpoint_factory("python-clearing", make_python);
+  for (const Alias& alias : aliases()) register_checkpoint_alias(alias.name, alias.spec);
+}
+
+}  // namespace recheck::python
+
+PYBIND11_EMBEDDED_MODULE(_recheck, m) {
+  using namespace recheck;
+  m.def("device_get_state", [] { return python::wrap(rng::get_state(rng::device_generator())); });
+  m.def("device_set_state",
+        [](py::object state) { rng::set_state(rng::device_generator(), python::unpack(state, "set_rng_state")); });
+  m.def("device_manual_seed", [](uint64_t seed) { rng::manual_seed(rng::device_generator(), seed); });
+  py::class_<python::Body>(m, "Body").def("__call__", &python::Body::call);
+}
