@@ -38,17 +38,18 @@
 
 #include <ATen/Parallel.h>
 
-#ifdef RECHECK_WITH_PYTHON
-#include "python/bridge.h"
-#endif
 #include "core/case.h"
 #include "core/errors.h"
 #include "core/interpreter.h"
 #include "oracles/eager.h"
+#include "properties/export_python.h"
 #include "properties/generator.h"
 #include "properties/reduce.h"
 #include "properties/report.h"
 #include "suts/checkpoint.h"
+#ifdef RECHECK_WITH_PYTHON
+#include "python/bridge.h"
+#endif
 
 namespace {
 
@@ -132,6 +133,8 @@ commands:
   show       print a case file's graph as indented text
   minimize   shrink a failing case (JSON, or a fuzzer's crash file) to a small JSON case
   replay     replay corpus cases (files or folders) and check what each one records it shows
+  export-python  write a case as a standalone Python script that asserts a property with torch
+             (and megatron-core) alone, for an upstream issue
   fuzz-seeds write a seed corpus for recheck_fuzz_check that reaches every op and argument kind
   variants   list the checkpoint variants
   mutants    run the suite against every mutant variant and print which it kills, how fast
@@ -618,6 +621,62 @@ int command_show(const Args& args) {
   return 0;
 }
 
+const char* kExportPythonHelp = R"(usage: recheck export-python CASE [options]
+
+Writes CASE (JSON, or a fuzzer's crash file) as a standalone Python script: it rebuilds the case
+with torch ops (the same leaf data, seeds and loss weights recheck uses), runs it eagerly and
+through a checkpoint function, and asserts a property. Run it with `python3 SCRIPT`: an
+AssertionError with the evidence means the property fails. It needs torch, and megatron-core for
+Megatron's function or a case that forks its RNG tracker.
+
+options:
+  --checkpoint C    megatron, megatron-clearing (recheck's wrapper of the PR's change) or torch
+                    (default: from the case's first failing expectation's variant, else megatron)
+  --property NAME   the property asserted (default: the case's first failing expectation's);
+                    every property but memory-floor, which needs recheck's counting allocator
+  --out FILE        write there (atomically) instead of standard output
+  --limits, --bytes, --device   as for show
+)";
+
+int command_export_python(const Args& args) {
+  if (args.flag("help")) {
+    std::cout << kExportPythonHelp;
+    return 0;
+  }
+  const Case c = load_positional_case(args, "export-python");
+  ExportOptions options;
+  const Expectation* failing = nullptr;
+  for (const Expectation& e : c.expect) {
+    if (e.classification != "pass" && e.classification != "no-alarm" && e.property != "memory-floor" && e.property != "*") {
+      failing = &e;
+      break;
+    }
+  }
+  if (failing) {
+    options.property = failing->property;
+    if (failing->sut.find("torch") != std::string::npos) options.checkpoint = "torch";
+    else if (failing->sut.find("clearing") != std::string::npos) options.checkpoint = "megatron-clearing";
+  } else if (!args.has("property")) {
+    throw UsageError("export-python: " + args.positional()[0] + " records no failing property: say which with --property");
+  }
+  options.property = args.get("property", options.property);
+  options.checkpoint = args.get("checkpoint", options.checkpoint);
+  std::string script;
+  try {
+    script = export_python(c, options);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(error.what());
+  }
+  if (args.has("out")) {
+    write_file_atomically(args.get("out", ""), script);
+    std::cerr << "wrote " << args.get("out", "") << " (" << options.property << ", --checkpoint " << options.checkpoint
+              << "): python3 " << args.get("out", "") << "\n";
+  } else {
+    std::cout << script;
+  }
+  return 0;
+}
+
 int command_minimize(const Args& args) {
   if (args.flag("help")) {
     std::cout << kMinimizeHelp;
@@ -744,6 +803,7 @@ int command_replay(const Args& args) {
   std::map<std::string, std::unique_ptr<CheckpointImplementation>> suts;
   int held = 0;
   int failed = 0;
+  int skipped = 0;
   json lines = json::array();
   for (const std::string& file : corpus_files(args.positional())) {
     const Case c = load_case_file(file);
@@ -758,7 +818,9 @@ int command_replay(const Args& args) {
       if ((e.property == "*") != (e.classification == "no-alarm")) {
         throw CaseError(field + ": property \"*\" goes with classification \"no-alarm\", and only with it");
       }
-      if (!suts.count(e.sut)) {
+      if (!suts.count(e.sut) && !python_bridge_built() && needs_python_bridge(e.sut)) {
+        suts[e.sut] = nullptr;  // this build cannot run it: skipped, and said so
+      } else if (!suts.count(e.sut)) {
         try {
           suts[e.sut] = make_checkpoint(e.sut);
         } catch (const std::invalid_argument& error) {
@@ -768,6 +830,12 @@ int command_replay(const Args& args) {
     }
     std::map<std::string, CaseResult> results;
     for (const Expectation& e : expectations) {
+      if (!suts.at(e.sut)) {
+        ++skipped;
+        std::cout << "skip  " << file << "  " << e.sut << " " << e.property << " " << e.classification
+                  << " (needs the Python bridge: see build-py, ci/python)\n";
+        continue;
+      }
       if (!results.count(e.sut)) results.emplace(e.sut, check_case(c, *oracle, *suts[e.sut]));
       const CaseResult& result = results.at(e.sut);
       std::string got;
@@ -789,10 +857,11 @@ int command_replay(const Args& args) {
                        {"got", got}, {"ok", ok}});
     }
   }
-  std::cout << held << " expectations hold, " << failed << " do not\n";
+  std::cout << held << " expectations hold, " << failed << " do not"
+            << (skipped > 0 ? ", " + std::to_string(skipped) + " skipped (they need the Python bridge)" : "") << "\n";
   if (args.has("json")) {
     write_json_report(args.get("json", "-"), {{"tool", "recheck"}, {"command", "replay"}, {"oracle", oracle->name()},
-                                              {"held", held}, {"failed", failed}, {"expectations", lines}});
+                                              {"held", held}, {"failed", failed}, {"skipped", skipped}, {"expectations", lines}});
   }
   return failed > 0 ? 1 : 0;
 }
@@ -803,6 +872,14 @@ int command_variants(const Args& args) {
     return 0;
   }
   for (const Variant& v : variants()) std::cout << v.name << "\t" << v.description << "\n";
+#ifdef RECHECK_WITH_PYTHON
+  for (const python::Alias& a : python::aliases()) std::cout << a.name << "\t" << a.description << " (" << a.spec << ")\n";
+  std::cout << "python:MODULE:ATTR\tany Python checkpoint function (see the README)\n"
+            << "python-clearing:MODULE:ATTR\tthe PR's change wrapped around a Megatron-style Function\n";
+#else
+  std::cout << "(megatron-py, megatron-py-clearing, torch-py and python:MODULE:ATTR need a build with the Python "
+               "bridge: ci/python)\n";
+#endif
   return 0;
 }
 
@@ -1185,6 +1262,10 @@ int main(int argc, char** argv) {
       return command_repro(Args(argc, argv, 2, {"help", "bytes"}, {"sut", "oracle", "json", "limits", "device"}));
     }
     if (command == "show") return command_show(Args(argc, argv, 2, {"help", "bytes", "json"}, {"limits", "device"}));
+    if (command == "export-python") {
+      return command_export_python(
+          Args(argc, argv, 2, {"help", "bytes"}, {"checkpoint", "property", "out", "limits", "device"}));
+    }
     if (command == "minimize") {
       return command_minimize(Args(argc, argv, 2, {"help", "bytes"},
                                    {"sut", "oracle", "property", "out", "limits", "device"}));

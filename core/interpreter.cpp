@@ -352,6 +352,8 @@ rng::Snapshot harness_snapshot() {
   return rng::snapshot();
 }
 
+}  // namespace
+
 // Distinct, fixed weights per output, so that each output's gradient is told apart.
 // The three runs of a case, and its iterations, ask for the same weights: the double-precision
 // draws are kept (uncounted) for the last seed.
@@ -374,7 +376,6 @@ at::Tensor loss_weight(const Case& c, size_t output_index, const at::Tensor& out
   return it->second.to(output.device(), output.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
 }
 
-}  // namespace
 
 namespace {
 

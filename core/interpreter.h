@@ -86,4 +86,9 @@ void use_deterministic_algorithms();
 // The leaf tensors a run starts from: deterministic in the case's seed.
 std::vector<at::Tensor> make_leaves(const Case& c);
 
+// The loss weight of the root's output `output_index`: fixed random values from the case's seed,
+// in the output's dtype and device (the loss is the sum of weight * output over the outputs that
+// require grad).
+at::Tensor loss_weight(const Case& c, size_t output_index, const at::Tensor& output);
+
 }  // namespace recheck

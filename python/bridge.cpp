@@ -17,6 +17,7 @@
 #include <torch/version.h>
 
 #include "core/errors.h"
+#include "properties/export_python.h"
 #include "suts/checkpoint.h"
 #include "suts/rng.h"
 
@@ -136,40 +137,6 @@ def reset_flag(module):
         module.IS_CHECKPOINTING = False
 
 
-# The PR's change, without editing Megatron's file: backward's detach_variable is watched, each
-# backward call keeps its own record (a nested checkpoint's backward runs inside its parent's),
-# and once a call has returned the .grad of every tensor it detached is reset.
-_records = []
-_watched = set()
-
-
-def clearing(function, module):
-    if module.__name__ not in _watched:
-        detach = module.detach_variable
-
-        def recording_detach(inputs):
-            detached = detach(inputs)
-            if _records:
-                _records[-1].extend(t for t in detached if isinstance(t, torch.Tensor))
-            return detached
-
-        module.detach_variable = recording_detach
-        _watched.add(module.__name__)
-
-    class ClearingCheckpointFunction(function):
-        @staticmethod
-        def backward(ctx, *grad_outputs):
-            _records.append([])
-            try:
-                grads = function.backward(ctx, *grad_outputs)
-            finally:
-                detached = _records.pop()
-            for tensor in detached:
-                tensor.grad = None
-            return grads
-
-    ClearingCheckpointFunction.__name__ = "Clearing" + function.__name__
-    return ClearingCheckpointFunction
 )PY";
 
 py::object wrap(const at::Tensor& tensor) { return py::reinterpret_steal<py::object>(THPVariable_Wrap(tensor)); }
@@ -341,6 +308,7 @@ class Interpreter {
       }
       py::object module = py::module_::import("types").attr("ModuleType")("recheck_bridge");
       py::exec(kBridgePy, module.attr("__dict__"));
+      py::exec(kPrWrapperPy, module.attr("__dict__"));
       sys.attr("modules")["recheck_bridge"] = module;
       bridge_ = py::reinterpret_borrow<py::module_>(module);
     }

@@ -438,25 +438,27 @@ void register_checkpoint_factory(const std::string& prefix, CheckpointFactory fa
   factories()[prefix] = std::move(factory);
 }
 
+bool needs_python_bridge(const std::string& name) {
+  return name.rfind("python:", 0) == 0 || name.rfind("python-clearing:", 0) == 0 || name == "megatron-py" ||
+         name == "megatron-py-clearing" || name == "torch-py";
+}
+
+bool python_bridge_built() { return factories().count("python") != 0; }
+
 void register_checkpoint_alias(const std::string& alias, const std::string& name) { aliases()[alias] = name; }
 
 std::unique_ptr<CheckpointImplementation> make_checkpoint(const std::string& variant_name) {
+  if (needs_python_bridge(variant_name) && !python_bridge_built()) {
+    throw std::invalid_argument("variant '" + variant_name + "' needs the Python bridge, and this recheck was built "
+                                "without it (configure with -DRECHECK_PYTHON=ON against a Python torch: see the "
+                                "README, \"Python checkpoint code\", or run ci/python)");
+  }
   const auto alias = aliases().find(variant_name);
   const std::string& name = alias == aliases().end() ? variant_name : alias->second;
   const size_t colon = name.find(':');
   if (colon != std::string::npos) {
-    const std::string prefix = name.substr(0, colon);
-    const auto factory = factories().find(prefix);
+    const auto factory = factories().find(name.substr(0, colon));
     if (factory != factories().end()) return factory->second(name);
-    if (prefix == "python" || prefix == "python-clearing") {
-      throw std::invalid_argument("variant '" + name + "' needs the Python bridge, and this recheck was built "
-                                  "without it (configure with -DRECHECK_PYTHON=ON against a Python torch: "
-                                  "see the README, \"Python checkpoint code\")");
-    }
-  }
-  if (variant_name == "megatron-py" || variant_name == "megatron-py-clearing" || variant_name == "torch-py") {
-    throw std::invalid_argument("variant '" + variant_name + "' needs the Python bridge, and this recheck was built "
-                                "without it (configure with -DRECHECK_PYTHON=ON: see the README)");
   }
   return std::make_unique<MegatronCheckpoint>(find_variant(name));
 }

@@ -65,6 +65,9 @@ class CheckpointImplementation {
 // (the Python bridge registers "python" and "python-clearing").
 using CheckpointFactory = std::function<std::unique_ptr<CheckpointImplementation>(const std::string& name)>;
 void register_checkpoint_factory(const std::string& prefix, CheckpointFactory factory);
+// Whether `name` is a Python variant, and whether this process has the bridge that runs them.
+bool needs_python_bridge(const std::string& name);
+bool python_bridge_built();
 // Short names for registered ones ("megatron-py" for "python:megatron...").
 void register_checkpoint_alias(const std::string& alias, const std::string& name);
 

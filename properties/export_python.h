@@ -1,0 +1,30 @@
+// `recheck export-python`: a case as a standalone Python script that rebuilds it with torch ops,
+// runs it eagerly and through a Python checkpoint (Megatron's CheckpointFunction, recheck's
+// wrapper of the PR's change around it, or PyTorch's reentrant checkpoint), and asserts a
+// property, so that a finding can be attached to an upstream issue and replayed with nothing but
+// torch (and megatron-core) installed.
+#pragma once
+
+#include <string>
+
+#include "core/case.h"
+
+namespace recheck {
+
+struct ExportOptions {
+  // megatron, megatron-clearing or torch: the script's default (it takes --checkpoint too).
+  std::string checkpoint = "megatron";
+  // The property the script asserts (its --property overrides): one of the properties recheck
+  // checks, except memory-floor, which needs recheck's counting allocator.
+  std::string property = "outputs-bitwise";
+};
+
+// The PR's change as a Python wrapper around a Megatron-style Function: defines
+// `clearing(function, module)` (needs `torch` imported). The bridge's python-clearing variants
+// and exported scripts share it.
+extern const char* const kPrWrapperPy;
+
+// Throws std::invalid_argument for an unknown checkpoint or property.
+std::string export_python(const Case& c, const ExportOptions& options);
+
+}  // namespace recheck
