@@ -1,6 +1,7 @@
 #include "core/errors.h"
 
 #include <functional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,25 @@ void skip_libtorch_backtraces() {
 }
 
 namespace {
+
+// libtorch's messages spelled as Python's torch spells them, so that an error raised through a
+// Python variant and the same error raised through the C++ port compare equal:
+//   "[CPUFloatType [2, 1]]" -> "[torch.FloatTensor [2, 1]]" (CUDA: torch.cuda.FloatTensor), and
+//   "torch::autograd::CppNode<recheck::(anonymous namespace)::CheckpointFunction>" ->
+//   "CheckpointFunctionBackward", the name of a Python Function's node.
+std::string pythonic(std::string message) {
+  if (message.find("Type") != std::string::npos) {
+    static const std::regex cpu(R"(\bCPU(Float|Double|BFloat16|Half|Long|Int|Short|Char|Byte|Bool)Type\b)");
+    static const std::regex cuda(R"(\bCUDA(Float|Double|BFloat16|Half|Long|Int|Short|Char|Byte|Bool)Type\b)");
+    message = std::regex_replace(std::regex_replace(message, cpu, "torch.$1Tensor"), cuda, "torch.cuda.$1Tensor");
+  }
+  if (message.find("CppNode<") != std::string::npos) {
+    static const std::regex node(R"(torch::autograd::CppNode<(?:[^<>]*::)?(\w+)>)");
+    message = std::regex_replace(message, node, "$1Backward");
+  }
+  return message;
+}
+
 std::vector<ExceptionDescriber>& describers() {
   static std::vector<ExceptionDescriber> all;
   return all;
@@ -41,7 +61,7 @@ RaisedError describe_current_exception() {
   } catch (const c10::NotImplementedError& error) {
     return {"NotImplementedError", error.what_without_backtrace()};
   } catch (const c10::Error& error) {
-    return {"RuntimeError", error.what_without_backtrace()};
+    return {"RuntimeError", pythonic(error.what_without_backtrace())};
   } catch (const std::bad_alloc&) {
     return {"MemoryError", "out of memory"};
   } catch (const std::exception& error) {

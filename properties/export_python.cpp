@@ -34,20 +34,19 @@ def clearing(function, module):
         module.detach_variable = recording_detach
         _watched.add(module.__name__)
 
-    class ClearingCheckpointFunction(function):
-        @staticmethod
-        def backward(ctx, *grad_outputs):
-            _records.append([])
-            try:
-                grads = function.backward(ctx, *grad_outputs)
-            finally:
-                detached = _records.pop()
-            for tensor in detached:
-                tensor.grad = None
-            return grads
+    def backward(ctx, *grad_outputs):
+        _records.append([])
+        try:
+            grads = function.backward(ctx, *grad_outputs)
+        finally:
+            detached = _records.pop()
+        for tensor in detached:
+            tensor.grad = None
+        return grads
 
-    ClearingCheckpointFunction.__name__ = "Clearing" + function.__name__
-    return ClearingCheckpointFunction
+    # The same name as the function wrapped: autograd names the node after it, and error
+    # messages quote that name.
+    return type(function.__name__, (function,), {"backward": staticmethod(backward)})
 )PY";
 
 namespace {
