@@ -511,7 +511,10 @@ int command_run(const Args& args) {
     std::cout << "OK: no regression, no divergence";
     if (summary.count(Classification::pre_existing) > 0) {
       std::cout << " (" << summary.count(Classification::pre_existing)
-                << " pre-existing findings about the oracle too; examples in " << out_dir << "/)";
+                << (sut->change_claims() == ChangeClaims::not_applicable
+                        ? " pre-existing findings about " + sut->name() + " itself, which has no change to regress"
+                        : std::string(" pre-existing findings about the oracle too"))
+                << "; examples in " << out_dir << "/)";
     }
     std::cout << "\n";
   }
