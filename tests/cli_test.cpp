@@ -133,7 +133,8 @@ TEST(Cli, ctrl_c_stops_a_run_with_the_summary_so_far_and_a_complete_report) {
   // SIGINT once the run has started checking cases (its first line is out: a loaded machine, or
   // the sanitizer build, can take seconds to load libtorch) plus a second, into a 120 s run.
   const std::string log = ::testing::TempDir() + "/interrupted.log";
-  const Result r = run_shell(std::string(RECHECK_BINARY) + " run --seconds 120 --seed 3 --quiet --out " +
+  // `set -m`: a background job of a non-interactive shell otherwise starts with SIGINT ignored.
+  const Result r = run_shell("set -m; " + std::string(RECHECK_BINARY) + " run --seconds 120 --seed 3 --quiet --out " +
                              ::testing::TempDir() + "/interrupted --json " + json_path + " 2> " + log +
                              " & pid=$!; for i in $(seq 1200); do grep -q '^recheck run: sut' " + log +
                              " && break; sleep 0.1; done; sleep 1; kill -INT $pid; wait $pid; code=$?; cat " + log +
