@@ -18,13 +18,14 @@ namespace {
 
 // libtorch's messages spelled as Python's torch spells them, so that an error raised through a
 // Python variant and the same error raised through the C++ port compare equal:
-//   "[CPUFloatType [2, 1]]" -> "[torch.FloatTensor [2, 1]]" (CUDA: torch.cuda.FloatTensor), and
+//   "[CPUFloatType [2, 1]]" -> "[torch.FloatTensor [2, 1]]" (CUDA: torch.cuda.FloatTensor) for
+//   the dtypes that have a legacy tensor type (Python's torch 2.11 still writes CPUBFloat16Type), and
 //   "torch::autograd::CppNode<recheck::(anonymous namespace)::CheckpointFunction>" ->
 //   "CheckpointFunctionBackward", the name of a Python Function's node.
 std::string pythonic(std::string message) {
   if (message.find("Type") != std::string::npos) {
-    static const std::regex cpu(R"(\bCPU(Float|Double|BFloat16|Half|Long|Int|Short|Char|Byte|Bool)Type\b)");
-    static const std::regex cuda(R"(\bCUDA(Float|Double|BFloat16|Half|Long|Int|Short|Char|Byte|Bool)Type\b)");
+    static const std::regex cpu(R"(\bCPU(Float|Double|Half|Long|Int|Short|Char|Byte|Bool)Type\b)");
+    static const std::regex cuda(R"(\bCUDA(Float|Double|Half|Long|Int|Short|Char|Byte|Bool)Type\b)");
     message = std::regex_replace(std::regex_replace(message, cpu, "torch.$1Tensor"), cuda, "torch.cuda.$1Tensor");
   }
   if (message.find("CppNode<") != std::string::npos) {

@@ -33,7 +33,22 @@ struct CheckpointCall : torch::CustomClassHolder {
   // non-tensor outputs travel beside them and are merged back in order.
   Values outputs_without_tensors;
   std::vector<bool> output_is_tensor;
+  // Arguments kept beside the saved tensors, by position: views that autograd's view+inplace
+  // check already refuses (see CheckpointFunction::forward).
+  std::vector<std::pair<size_t, at::Tensor>> views_saved_aside;
 };
+
+// Whether asking the tensor for its grad_fn raises: a view whose base, or another view of it, was
+// modified in place since it was made, when autograd cannot rebase it (made in a custom
+// Function, in no_grad mode, or as one of several outputs).
+bool grad_fn_raises(const at::Tensor& tensor) {
+  try {
+    (void)tensor.grad_fn();
+    return false;
+  } catch (const c10::Error&) {
+    return true;
+  }
+}
 
 std::string python_size(at::IntArrayRef sizes) {
   std::ostringstream out;
@@ -183,8 +198,23 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
 
     // Store everything. None is saved as an undefined tensor; other non-tensors are refused by
     // MegatronCheckpoint::apply, after this returns, as Python's apply does.
+    //
+    // libtorch's Function, saving, asks each tensor for its grad_fn (to tell outputs apart);
+    // Python's compares the tensors with the outputs instead. So a view autograd's view+inplace
+    // check refuses would raise here, in forward, and in Python it raises only when backward
+    // unpacks ctx.saved_tensors. Such a view is kept beside the saved tensors, and backward asks
+    // it again, which raises the same error at the same point. It lives as long as the node, as
+    // in Python: a backward that cannot unpack never releases what it saved.
     variable_list to_save;
-    for (const Value& arg : call->args) to_save.push_back(is_tensor(arg) ? as_tensor(arg) : at::Tensor());
+    for (size_t i = 0; i < call->args.size(); ++i) {
+      const Value& arg = call->args[i];
+      if (is_tensor(arg) && grad_fn_raises(as_tensor(arg))) {
+        call->views_saved_aside.emplace_back(i, as_tensor(arg));
+        to_save.emplace_back();
+      } else {
+        to_save.push_back(is_tensor(arg) ? as_tensor(arg) : at::Tensor());
+      }
+    }
     ctx->save_for_backward(to_save);
 
     variable_list tensor_outputs;
@@ -217,6 +247,10 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     auto call = c10::static_intrusive_pointer_cast<CheckpointCall>(ctx->saved_data["call"].toCapsule());
     set_checkpointing(true);
     variable_list saved = ctx->get_saved_variables();
+    for (const auto& [position, view] : call->views_saved_aside) {
+      (void)view.grad_fn();  // raises autograd's view+inplace error, as unpacking does in Python
+      saved.at(position) = view;
+    }
     if (call->distribute_saved_activations && !call->options.distributed_input_not_restored) {
       const at::Tensor& input_0 = saved[0];
       safely_set_viewless_tensor_data(input_0,

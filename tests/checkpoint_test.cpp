@@ -236,6 +236,44 @@ TEST_F(CheckpointTest, distribute_keeps_a_1d_chunk_until_backward_restores_the_s
   EXPECT_TRUE(h.grad().equal(at::full({2, 3}, 2.0)));
 }
 
+// Checkpoint A returns its input unchanged, so autograd makes its output a view of that input;
+// checkpoint B, given the view and the input, modifies the input in place. Python's Function
+// saves B's arguments without asking them for a grad_fn, and raises autograd's view+inplace error
+// only when backward unpacks them; the port must not raise it earlier, in forward.
+TEST_F(CheckpointTest, view_of_a_base_modified_in_place_is_refused_in_backward_as_in_python) {
+  at::Tensor v0 = at::randn({1, 1});
+  at::Tensor v1 = leaf({1, 1}, 1);
+  RunFunction first = [](const Values& in) -> Values { return {in.at(0)}; };
+  RunFunction second = [](const Values& in) -> Values {
+    as_tensor(in.at(1)).mul_(0.5);
+    return {in.at(0)};
+  };
+  const auto checkpoint = make_checkpoint("nonclearing");
+  const Values a = checkpoint->apply(first, false, {v0, v1});
+  ASSERT_TRUE(as_tensor(a[0]).is_view());
+  Values b;
+  EXPECT_EQ(error_of([&] { b = checkpoint->apply(second, false, {a[0], v0}); }).message, "no error");
+  ASSERT_EQ(b.size(), 1u);
+  const RaisedError error = error_of([&] { torch::autograd::backward({as_tensor(b[0]).sum()}); });
+  EXPECT_EQ(error.type, "RuntimeError");
+  EXPECT_NE(error.message.find("Output 0 of CheckpointFunctionBackward is a view and its base or another view of its "
+                               "base has been modified inplace"),
+            std::string::npos)
+      << error.message;
+}
+
+// libtorch names tensor types CPUFloatType where Python's torch writes torch.FloatTensor, except
+// for the dtypes without a legacy tensor type, which Python leaves as libtorch wrote them.
+TEST_F(CheckpointTest, errors_spell_tensor_types_and_nodes_as_python_does) {
+  const RaisedError error = error_of([] {
+    TORCH_CHECK(false, "[CPUFloatType [2]] [CPUDoubleType [1]] [CPUBFloat16Type [3]] "
+                       "torch::autograd::CppNode<recheck::(anonymous namespace)::CheckpointFunction>");
+  });
+  EXPECT_EQ(error.type, "RuntimeError");
+  EXPECT_EQ(error.message,
+            "[torch.FloatTensor [2]] [torch.DoubleTensor [1]] [CPUBFloat16Type [3]] CheckpointFunctionBackward");
+}
+
 TEST_F(CheckpointTest, unknown_variant_names_the_known_ones) {
   try {
     make_checkpoint("no-such-variant");
