@@ -137,8 +137,12 @@ void record_case(const Case& c) {
 }
 
 void record_results(const std::vector<PropertyResult>& results) {
-  for (std::size_t i = 0; i < results.size() && i < 16; ++i) {
-    bump(kVerdicts + i * 5 + static_cast<std::size_t>(results[i].classification));
+  // By the property's place in properties(): a check may leave some out (EagerRun::when_needed).
+  const auto& all = properties();
+  for (const PropertyResult& r : results) {
+    std::size_t i = 0;
+    while (i < all.size() && r.property != all[i].name) ++i;
+    if (i < 16) bump(kVerdicts + i * 5 + static_cast<std::size_t>(r.classification));
   }
 }
 

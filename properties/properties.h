@@ -42,6 +42,10 @@ struct Property {
   // it, so only the sut's verdict is classified: pass, or regression. The oracle's verdict is
   // still computed and reported, for information.
   bool claim_of_change = false;
+  // Compares the subject with the eager run. Such a property judges the sut and the oracle by
+  // the same function of their own observations, so when those agree (agree_for_eager) its two
+  // verdicts are equal: pass or pre-existing, never an alarm.
+  bool reads_eager = false;
 };
 
 // classify(oracle, sut), except for a claim of the change: pass or regression by the sut alone.
@@ -61,6 +65,16 @@ struct PropertyResult {
 // they are left out of the results.
 std::vector<PropertyResult> check_properties(const Observations& eager, const Observations& oracle,
                                              const Observations& sut, ChangeClaims claims = ChangeClaims::made);
+
+// Whether two runs observed the same in everything a property compares with the eager run: the
+// iterations completed, the outputs and the loss, the leaves' .grad and data, the RNG states,
+// the is-checkpointing flag and the error (bitwise, and the same error at the same point).
+bool agree_for_eager(const Observations& a, const Observations& b);
+
+// check_properties without the eager run, for an oracle and a sut that agree_for_eager: the
+// properties that read it are left out of the results (each would be pass or pre-existing).
+std::vector<PropertyResult> check_properties_without_eager(const Observations& oracle, const Observations& sut,
+                                                           ChangeClaims claims = ChangeClaims::made);
 
 // True when a result should fail a CI gate.
 inline bool is_alarm(Classification c) {

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <iomanip>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -25,7 +26,7 @@ bool CaseResult::all_pass() const {
 }
 
 CaseResult check_case(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut,
-                      const RunOptions& options) {
+                      const RunOptions& options, EagerRun eager_run) {
   EagerExecution eager;
   // No property reads the eager run's memory or its checkpoint bodies' calls (only the oracle's
   // and the sut's): it runs without the probe (unless a CPU budget needs one) and without
@@ -33,19 +34,27 @@ CaseResult check_case(const Case& c, CheckpointImplementation& oracle, Checkpoin
   RunOptions eager_options = options;
   eager_options.measure_memory = false;
   eager_options.record_segment_calls = false;
-  const Observations eager_run = run_case(c, eager, eager_options);
-  const Observations oracle_run = run_case(c, oracle, options);
-  const Observations sut_run = run_case(c, sut, options);
+  std::optional<Observations> eager_observed;
+  if (eager_run == EagerRun::always) eager_observed = run_case(c, eager, eager_options);
+  const Observations oracle_observed = run_case(c, oracle, options);
+  const Observations sut_observed = run_case(c, sut, options);
+  if (!eager_observed && !agree_for_eager(oracle_observed, sut_observed)) {
+    eager_observed = run_case(c, eager, eager_options);
+  }
   CaseResult result;
-  result.op_executions = eager_run.op_executions + oracle_run.op_executions + sut_run.op_executions;
-  for (const Observations* run : {&eager_run, &oracle_run, &sut_run}) {
-    if (run->error && run->error->error.out_of_memory()) {
+  result.op_executions = oracle_observed.op_executions + sut_observed.op_executions;
+  if (eager_observed) result.op_executions += eager_observed->op_executions;
+  const Observations* eager_or_none = eager_observed ? &*eager_observed : nullptr;
+  for (const Observations* run : {eager_or_none, &oracle_observed, &sut_observed}) {
+    if (run && run->error && run->error->error.out_of_memory()) {
       result.skipped = run->implementation + " ran out of memory in iteration " + std::to_string(run->error->iteration) +
                        " " + run->error->phase + ": " + run->error->error.message;
       return result;
     }
   }
-  result.results = check_properties(eager_run, oracle_run, sut_run, sut.change_claims());
+  result.results = eager_observed
+                       ? check_properties(*eager_observed, oracle_observed, sut_observed, sut.change_claims())
+                       : check_properties_without_eager(oracle_observed, sut_observed, sut.change_claims());
   return result;
 }
 

@@ -25,8 +25,14 @@ struct CaseResult {
   bool all_pass() const;
 };
 
+// When check_case runs eager mode. `always`: first, for every case. `when_needed`: after the
+// oracle and the sut, only when they do not agree_for_eager (properties/properties.h); when they
+// agree, no property that reads eager mode can raise an alarm, and those properties are left out
+// of the results. For the fuzz target, which looks for alarms only: a third of each check saved.
+enum class EagerRun { always, when_needed };
+
 CaseResult check_case(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut,
-                      const RunOptions& options = {});
+                      const RunOptions& options = {}, EagerRun eager_run = EagerRun::always);
 
 // Hunting a mutant: generated cases from `first_seed` on (case i uses draw seed first_seed + i)
 // until one shows a regression or a divergence, or the budget is spent.

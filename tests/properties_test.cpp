@@ -188,6 +188,44 @@ TEST(Generated, clearing_shows_no_regression_on_a_fixed_seed_slice) {
   EXPECT_EQ(summary.cases(), 300);
 }
 
+// The fuzz target runs eager mode only when the sut and the oracle disagree on something a
+// property compares with it. Against the full check, on the correct change and on mutants that
+// break what eager mode is compared on (and what it is not): the same alarms, the same verdicts
+// for every property kept, and only non-alarms for the properties left out.
+TEST(Generated, eager_mode_skipped_when_sut_and_oracle_agree_loses_no_alarm) {
+  auto oracle = make_checkpoint("nonclearing");
+  int skipped = 0, ran = 0, alarms = 0;
+  for (const char* variant : {"clearing", "skip-rng-restore", "restore-not-exception-safe", "zero-grad-in-place",
+                              "detach-drops-requires-grad", "flag-left-set"}) {
+    auto sut = make_checkpoint(variant);
+    for (uint64_t seed = 500; seed < 620; ++seed) {
+      const Case c = draw_case(GenOptions{}, seed);
+      const CaseResult full = check_case(c, *oracle, *sut);
+      const CaseResult lazy = check_case(c, *oracle, *sut, {}, EagerRun::when_needed);
+      const std::string where = std::string(variant) + ", draw seed " + std::to_string(seed);
+      EXPECT_EQ(lazy.has_alarm(), full.has_alarm()) << where;
+      alarms += full.has_alarm();
+      (lazy.results.size() < full.results.size() ? skipped : ran) += 1;
+      size_t k = 0;
+      for (const PropertyResult& r : full.results) {
+        if (k < lazy.results.size() && lazy.results[k].property == r.property) {
+          EXPECT_EQ(lazy.results[k].classification, r.classification) << where << ", " << r.property;
+          EXPECT_EQ(lazy.results[k].sut.describe(), r.sut.describe()) << where << ", " << r.property;
+          ++k;
+        } else {
+          EXPECT_TRUE(find_property(r.property)->reads_eager) << where << ", " << r.property;
+          EXPECT_FALSE(is_alarm(r.classification)) << where << ", " << r.property << ": " << r.sut.describe();
+        }
+      }
+      EXPECT_EQ(k, lazy.results.size()) << where;
+    }
+  }
+  // Both paths taken, and the mutants caught on them.
+  EXPECT_GT(skipped, 100);
+  EXPECT_GT(ran, 20);
+  EXPECT_GT(alarms, 10);
+}
+
 TEST(Generated, cases_nest_checkpoints_as_deep_as_allowed_and_no_deeper) {
   for (int max_depth : {2, GenOptions{}.max_depth}) {
     GenOptions options;
