@@ -136,15 +136,23 @@ void record_case(const Case& c) {
   for (const std::string& label : case_features(c)) bump(kLabels + std::hash<std::string>{}(label) % kLabelSlots);
 }
 
-void record_results(const std::vector<PropertyResult>& results) {
+Verdicts verdicts_of(const std::vector<PropertyResult>& results) {
   // By the property's place in properties(): a check may leave some out (EagerRun::when_needed).
   const auto& all = properties();
+  Verdicts verdicts;
   for (const PropertyResult& r : results) {
     std::size_t i = 0;
     while (i < all.size() && r.property != all[i].name) ++i;
-    if (i < 16) bump(kVerdicts + i * 5 + static_cast<std::size_t>(r.classification));
+    if (i < 16) verdicts.emplace_back(static_cast<uint8_t>(i), static_cast<uint8_t>(r.classification));
   }
+  return verdicts;
 }
+
+void record_verdicts(const Verdicts& verdicts) {
+  for (const auto& [property, classification] : verdicts) bump(kVerdicts + property * 5u + classification);
+}
+
+void record_results(const std::vector<PropertyResult>& results) { record_verdicts(verdicts_of(results)); }
 
 const uint8_t* counters() { return recheck_extra_counters; }
 

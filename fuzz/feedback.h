@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/case.h"
@@ -21,6 +22,12 @@ constexpr std::size_t kCounterCount = 2048;
 void record_case(const Case& c);
 // Marks each property's classification.
 void record_results(const std::vector<PropertyResult>& results);
+
+// The same marks kept compactly, (place of the property in properties(), classification), for
+// the check target to mark again when an input decodes to a case it has already checked.
+using Verdicts = std::vector<std::pair<uint8_t, uint8_t>>;
+Verdicts verdicts_of(const std::vector<PropertyResult>& results);
+void record_verdicts(const Verdicts& verdicts);
 
 // The counters, for tests. libFuzzer clears them itself before every input.
 const uint8_t* counters();

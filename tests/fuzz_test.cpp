@@ -254,6 +254,17 @@ TEST(FuzzTargets, check_target_raises_no_alarm_on_the_correct_variant) {
   EXPECT_NE(fuzz.output.find("Done 1500 runs"), std::string::npos) << fuzz.output;
 }
 
+// Inputs that decode to a case already checked get its verdicts again without a second check.
+TEST(FuzzTargets, check_target_checks_each_decoded_case_once) {
+  const std::string dir = fresh_dir("fuzz-seen");
+  std::filesystem::copy_file(kSeedCorpus + "/seed-000", dir + "/again");
+  const Result fuzz = run_shell(std::string(RECHECK_FUZZ_CHECK) + " " + kSeedCorpus + "/seed-000 " + kSeedCorpus +
+                                "/seed-001 " + dir + "/again");
+  EXPECT_EQ(fuzz.exit_code, 0) << fuzz.output;
+  EXPECT_NE(fuzz.output.find("recheck_fuzz_check: 3 inputs, 2 distinct cases checked"), std::string::npos)
+      << fuzz.output;
+}
+
 TEST(FuzzTargets, inputs_target_runs_clean_on_json_and_bytes) {
   const std::string dir = fresh_dir("fuzz-inputs");
   const Result fuzz = run_shell(std::string(RECHECK_FUZZ_INPUTS) + " -seed=3 -runs=20000 -dict=" +
