@@ -36,6 +36,23 @@ struct CheckpointCall : torch::CustomClassHolder {
   // Arguments kept beside the saved tensors, by position: views that autograd's view+inplace
   // check already refuses (see CheckpointFunction::forward).
   std::vector<std::pair<size_t, at::Tensor>> views_saved_aside;
+  // When there are such views: the other saved tensors' version counters and their versions
+  // when saved, for backward to unpack in Python's order.
+  struct SavedVersion {
+    size_t position;
+    c10::VariableVersion counter;
+    uint32_t version;
+  };
+  std::vector<SavedVersion> saved_versions;
+
+  // Whether a tensor saved before `position` was modified in place since it was saved: Python,
+  // unpacking ctx.saved_tensors in order, fails on its version check first.
+  bool saved_tensor_modified_before(size_t position) const {
+    for (const SavedVersion& saved : saved_versions) {
+      if (saved.position < position && saved.counter.current_version() != saved.version) return true;
+    }
+    return false;
+  }
 };
 
 // Whether asking the tensor for its grad_fn raises: a view whose base, or another view of it, was
@@ -215,6 +232,13 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
         to_save.push_back(is_tensor(arg) ? as_tensor(arg) : at::Tensor());
       }
     }
+    if (!call->views_saved_aside.empty()) {
+      for (size_t i = 0; i < to_save.size(); ++i) {
+        if (!to_save[i].defined()) continue;
+        const c10::VariableVersion& counter = torch::autograd::impl::version_counter(to_save[i]);
+        call->saved_versions.push_back({i, counter, counter.current_version()});
+      }
+    }
     ctx->save_for_backward(to_save);
 
     variable_list tensor_outputs;
@@ -246,9 +270,15 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     }
     auto call = c10::static_intrusive_pointer_cast<CheckpointCall>(ctx->saved_data["call"].toCapsule());
     set_checkpointing(true);
+    // Unpacking in Python's order: a view kept aside raises autograd's view+inplace error when
+    // asked for its grad_fn, unless a tensor saved before it fails its version check first.
+    for (const auto& [position, view] : call->views_saved_aside) {
+      if (call->saved_tensor_modified_before(position)) break;  // get_saved_variables raises it
+      (void)view.grad_fn();
+    }
     variable_list saved = ctx->get_saved_variables();
     for (const auto& [position, view] : call->views_saved_aside) {
-      (void)view.grad_fn();  // raises autograd's view+inplace error, as unpacking does in Python
+      (void)view.grad_fn();
       saved.at(position) = view;
     }
     if (call->distribute_saved_activations && !call->options.distributed_input_not_restored) {

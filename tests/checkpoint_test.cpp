@@ -262,6 +262,31 @@ TEST_F(CheckpointTest, view_of_a_base_modified_in_place_is_refused_in_backward_a
       << error.message;
 }
 
+// Python unpacks ctx.saved_tensors in order, so whichever comes first fails first: a view that
+// autograd's view+inplace check refuses, or a saved tensor modified in place since it was saved.
+TEST_F(CheckpointTest, backward_fails_on_the_first_saved_tensor_it_cannot_unpack_as_python_does) {
+  for (const bool view_first : {true, false}) {
+    at::Tensor v0 = at::randn({1, 1});
+    at::Tensor v1 = leaf({1, 1}, 1);
+    at::Tensor v3 = at::randn({1, 1});
+    const auto checkpoint = make_checkpoint("nonclearing");
+    RunFunction first = [](const Values& in) -> Values { return {in.at(0)}; };
+    const Values a = checkpoint->apply(first, false, {v0, v1});
+    const size_t view_at = view_first ? 0 : 1;
+    RunFunction second = [&v0, view_at](const Values& in) -> Values {
+      v0.mul_(0.5);
+      return {as_tensor(in.at(view_at)) * 1};
+    };
+    const Values args = view_first ? Values{a[0], v0, v3} : Values{v3, a[0], v0};
+    const Values b = checkpoint->apply(second, false, args);
+    v3.mul_(2);  // after it was saved
+    const RaisedError error = error_of([&] { torch::autograd::backward({as_tensor(b[0]).sum()}); });
+    const std::string expected = view_first ? "Output 0 of CheckpointFunctionBackward is a view"
+                                            : "one of the variables needed for gradient computation has been modified";
+    EXPECT_EQ(error.message.rfind(expected, 0), 0u) << "view first: " << view_first << ": " << error.message;
+  }
+}
+
 // libtorch names tensor types CPUFloatType where Python's torch writes torch.FloatTensor, except
 // for the dtypes without a legacy tensor type, which Python leaves as libtorch wrote them.
 TEST_F(CheckpointTest, errors_spell_tensor_types_and_nodes_as_python_does) {

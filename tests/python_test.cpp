@@ -74,7 +74,9 @@ TEST(Python, torch_utils_checkpoint_gets_cases_it_can_run) {
     const Case c = draw_case(options, seed);
     for (const std::string& f : case_features(c)) features.insert(f);
     for (const PropertyResult& r : check_case(c, *oracle, *sut).results) {
-      if (r.property == "rng-restored") EXPECT_TRUE(r.sut.holds) << "draw seed " << seed << ": " << r.sut.describe();
+      if (r.property == "rng-restored") {
+        EXPECT_TRUE(r.sut.holds) << "draw seed " << seed << ": " << r.sut.describe();
+      }
       EXPECT_NE(r.property, "memory-floor") << "the change's claims are not PyTorch's";
     }
   }
