@@ -121,7 +121,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   recheck::fuzz::Verdicts verdicts = recheck::fuzz::verdicts_of(result.results);
   recheck::fuzz::record_verdicts(verdicts);
   if (!result.has_alarm()) {
-    target->checked.add(key, std::move(verdicts));
+    // A case skipped for lack of memory may fit another time: it is not remembered.
+    if (result.skipped.empty()) target->checked.add(key, std::move(verdicts));
     return 0;
   }
   std::cerr << "\nrecheck_fuzz_check: " << target->sut_name << " fails:\n"

@@ -277,10 +277,9 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       (void)view.grad_fn();
     }
     variable_list saved = ctx->get_saved_variables();
-    for (const auto& [position, view] : call->views_saved_aside) {
-      (void)view.grad_fn();
-      saved.at(position) = view;
-    }
+    // Not reached with a view kept aside (one of the two above raised); were it reached, the
+    // view would take its place.
+    for (const auto& [position, view] : call->views_saved_aside) saved.at(position) = view;
     if (call->distribute_saved_activations && !call->options.distributed_input_not_restored) {
       const at::Tensor& input_0 = saved[0];
       safely_set_viewless_tensor_data(input_0,
