@@ -108,7 +108,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   const recheck::Case c = recheck::decode_case(data, size, target->options);
   recheck::fuzz::record_case(c);
   ++target->checked.inputs;
-  const CheckedCases::Key key = CheckedCases::key_of(recheck::to_json(c).dump());
+  const std::string json = recheck::to_json(c).dump();
+  const CheckedCases::Key key = CheckedCases::key_of(json);
   if (const recheck::fuzz::Verdicts* verdicts = target->checked.find(key)) {
     recheck::fuzz::record_verdicts(*verdicts);
     return 0;
@@ -127,7 +128,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   }
   std::cerr << "\nrecheck_fuzz_check: " << target->sut_name << " fails:\n"
             << recheck::describe_results(result.results) << "\nThe case:\n"
-            << recheck::show(c) << "\nAs JSON:\n" << recheck::to_json(c).dump() << "\n"
+            << recheck::show(c) << "\nAs JSON:\n" << json << "\n"
             << "Minimize it: recheck minimize CRASH_FILE --sut " << target->sut_name << "\n"
             << std::flush;
   std::abort();

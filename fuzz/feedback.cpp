@@ -152,8 +152,6 @@ void record_verdicts(const Verdicts& verdicts) {
   for (const auto& [property, classification] : verdicts) bump(kVerdicts + property * 5u + classification);
 }
 
-void record_results(const std::vector<PropertyResult>& results) { record_verdicts(verdicts_of(results)); }
-
 const uint8_t* counters() { return recheck_extra_counters; }
 
 void clear_counters() { std::fill(std::begin(recheck_extra_counters), std::end(recheck_extra_counters), 0); }

@@ -20,11 +20,9 @@ constexpr std::size_t kCounterCount = 2048;
 
 // Marks what `c` holds.
 void record_case(const Case& c);
-// Marks each property's classification.
-void record_results(const std::vector<PropertyResult>& results);
-
-// The same marks kept compactly, (place of the property in properties(), classification), for
-// the check target to mark again when an input decodes to a case it has already checked.
+// Each property's classification, kept compactly as (place of the property in properties(),
+// classification), so that the check target can mark them again when an input decodes to a case
+// it has already checked.
 using Verdicts = std::vector<std::pair<uint8_t, uint8_t>>;
 Verdicts verdicts_of(const std::vector<PropertyResult>& results);
 void record_verdicts(const Verdicts& verdicts);
