@@ -41,20 +41,31 @@ CaseResult check_case(const Case& c, CheckpointImplementation& oracle, Checkpoin
   if (!eager_observed && !agree_for_eager(oracle_observed, sut_observed)) {
     eager_observed = run_case(c, eager, eager_options);
   }
-  CaseResult result;
-  result.op_executions = oracle_observed.op_executions + sut_observed.op_executions;
-  if (eager_observed) result.op_executions += eager_observed->op_executions;
-  const Observations* eager_or_none = eager_observed ? &*eager_observed : nullptr;
-  for (const Observations* run : {eager_or_none, &oracle_observed, &sut_observed}) {
-    if (run && run->error && run->error->error.out_of_memory()) {
-      result.skipped = run->implementation + " ran out of memory in iteration " + std::to_string(run->error->iteration) +
-                       " " + run->error->phase + ": " + run->error->error.message;
-      return result;
+  const auto result_of = [&] {
+    CaseResult result;
+    result.op_executions = oracle_observed.op_executions + sut_observed.op_executions;
+    if (eager_observed) result.op_executions += eager_observed->op_executions;
+    const Observations* eager_or_none = eager_observed ? &*eager_observed : nullptr;
+    for (const Observations* run : {eager_or_none, &oracle_observed, &sut_observed}) {
+      if (run && run->error && run->error->error.out_of_memory()) {
+        result.skipped = run->implementation + " ran out of memory in iteration " +
+                         std::to_string(run->error->iteration) + " " + run->error->phase + ": " +
+                         run->error->error.message;
+        return result;
+      }
     }
+    result.results = eager_observed
+                         ? check_properties(*eager_observed, oracle_observed, sut_observed, sut.change_claims())
+                         : check_properties_without_eager(oracle_observed, sut_observed, sut.change_claims());
+    return result;
+  };
+  CaseResult result = result_of();
+  if (!eager_observed && result.has_alarm()) {
+    // An alarm is reported as `always` would report it: eager mode may run out of memory (the
+    // case is then skipped), and the report lists every property.
+    eager_observed = run_case(c, eager, eager_options);
+    result = result_of();
   }
-  result.results = eager_observed
-                       ? check_properties(*eager_observed, oracle_observed, sut_observed, sut.change_claims())
-                       : check_properties_without_eager(oracle_observed, sut_observed, sut.change_claims());
   return result;
 }
 

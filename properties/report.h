@@ -29,6 +29,9 @@ struct CaseResult {
 // oracle and the sut, only when they do not agree_for_eager (properties/properties.h); when they
 // agree, no property that reads eager mode can raise an alarm, and those properties are left out
 // of the results. For the fuzz target, which looks for alarms only: a third of each check saved.
+// A case with an alarm among the other properties is checked again with eager mode, so its result
+// is the one `always` gives (all properties, or skipped if eager mode runs out of memory), the one
+// `recheck repro` prints.
 enum class EagerRun { always, when_needed };
 
 CaseResult check_case(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut,

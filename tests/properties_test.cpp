@@ -196,7 +196,7 @@ TEST(Generated, eager_mode_skipped_when_sut_and_oracle_agree_loses_no_alarm) {
   auto oracle = make_checkpoint("nonclearing");
   int skipped = 0, ran = 0, alarms = 0;
   for (const char* variant : {"clearing", "skip-rng-restore", "restore-not-exception-safe", "zero-grad-in-place",
-                              "detach-drops-requires-grad", "flag-left-set"}) {
+                              "detach-drops-requires-grad", "flag-left-set", "no-clear"}) {
     auto sut = make_checkpoint(variant);
     for (uint64_t seed = 500; seed < 620; ++seed) {
       const Case c = draw_case(GenOptions{}, seed);
@@ -204,6 +204,10 @@ TEST(Generated, eager_mode_skipped_when_sut_and_oracle_agree_loses_no_alarm) {
       const CaseResult lazy = check_case(c, *oracle, *sut, {}, EagerRun::when_needed);
       const std::string where = std::string(variant) + ", draw seed " + std::to_string(seed);
       EXPECT_EQ(lazy.has_alarm(), full.has_alarm()) << where;
+      // An alarm comes with every property's verdict, eager mode's included, as in `repro`.
+      if (full.has_alarm()) {
+        EXPECT_EQ(lazy.results.size(), full.results.size()) << where;
+      }
       alarms += full.has_alarm();
       (lazy.results.size() < full.results.size() ? skipped : ran) += 1;
       size_t k = 0;
