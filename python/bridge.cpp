@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <memory>
@@ -93,6 +94,11 @@ def as_tuple(outputs):
 
 
 def call(function, style, body, distribute, args):
+    # A Python program that made CUDA tensors has run torch.cuda's lazy init; recheck makes them
+    # in C++, which leaves torch.cuda._initialized False, and torch.utils.checkpoint then stashes
+    # no device RNG state. Initialise it as such a program would have.
+    if not torch.cuda.is_initialized() and any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
+        torch.cuda.init()
     if style == "torch":
         return as_tuple(function(body, *args, use_reentrant=True))
     apply = getattr(function, "apply", None)
@@ -283,6 +289,12 @@ class Interpreter {
 
  private:
   Interpreter() {
+    // recheck run imports the variant's module here and forks its workers after. An import that
+    // asks torch.cuda.is_available() (megatron-core's does, through torch.compile and
+    // cpp_extension) would otherwise initialise CUDA in this process and poison the fork: the
+    // worker's first torch.cuda call would raise "Cannot re-initialize CUDA in forked
+    // subprocess". With NVML's device count, torch leaves CUDA alone. A user's setting wins.
+    setenv("PYTORCH_NVML_BASED_CUDA_CHECK", "1", /*overwrite=*/0);
     py::initialize_interpreter(/*init_signal_handlers=*/false);
     {
       // The site-packages of the torch recheck was built against comes first, PYTHONPATH before it.

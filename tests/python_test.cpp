@@ -178,5 +178,15 @@ TEST(Python, a_missing_module_is_refused_by_name) {
   EXPECT_THROW(make_checkpoint("python:torch.utils.checkpoint"), std::invalid_argument);
 }
 
+// recheck run starts Python and imports the variant's module before it forks its workers. On a
+// GPU node, an import that asks torch.cuda.is_available() the default way initialises CUDA and
+// poisons the fork (megatron-core's import does). The bridge has torch count devices with NVML.
+TEST(Python, python_starts_with_torch_counting_devices_without_initialising_cuda) {
+  ASSERT_NE(python_variant("torch-py"), nullptr);
+  const char* check = std::getenv("PYTORCH_NVML_BASED_CUDA_CHECK");
+  ASSERT_NE(check, nullptr);
+  EXPECT_STREQ(check, "1");
+}
+
 }  // namespace
 }  // namespace recheck
