@@ -153,7 +153,7 @@ every property and classifies it: pass, regression, pre-existing, fixed, diverge
 options:
   --sut NAME        variant under test (default: clearing)
   --oracle NAME     reference variant (default: nonclearing)
-  --seed N          first draw seed; case i uses seed N+i (default: from the clock, printed)
+  --seed N          first draw seed; case i uses seed N+i (default: random, printed)
   --cases N         number of cases to check
   --seconds S       time budget (default 60 when --cases is not given)
   --device D        cpu or cuda (default: cpu)
