@@ -142,7 +142,8 @@ commands:
   bench      measure cases/s, op executions/s and the cost of a check against a plain eager run
 
 `recheck <command> --help` describes each command.
-exit codes: 0 no regression, 1 regression or divergence found, 2 bad usage or bad input
+exit codes: 0 no regression, 1 regression or divergence found, 2 bad usage, bad input, or a
+device or variant that cannot run in this process (run says which)
 )";
 
 const char* kRunHelp = R"(usage: recheck run [options]
@@ -307,9 +308,11 @@ struct WorkerOutcome {
 };
 
 // Forks a worker that checks cases from `first` on and writes one line per case to a pipe:
-// "start N" before case N, its verdicts as JSON after it, "done" at the end.
-template <typename ShouldStop, typename Check, typename Handle>
-WorkerOutcome run_worker(int64_t first, const ShouldStop& should_stop, const Check& check, const Handle& handle) {
+// "start N" before case N, its verdicts as JSON after it, "done" at the end. `prepare` runs in the
+// worker before the first case; if it throws, the worker stops before any case, saying why.
+template <typename Prepare, typename ShouldStop, typename Check, typename Handle>
+WorkerOutcome run_worker(int64_t first, const Prepare& prepare, const ShouldStop& should_stop, const Check& check,
+                         const Handle& handle) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   std::cout.flush();
@@ -321,6 +324,7 @@ WorkerOutcome run_worker(int64_t first, const ShouldStop& should_stop, const Che
     FILE* out = fdopen(fds[1], "w");
     int code = 0;
     try {
+      prepare();
       for (int64_t index = first; !should_stop(index); ++index) {
         std::fprintf(out, "start %lld\n", static_cast<long long>(index));
         std::fflush(out);
@@ -473,18 +477,29 @@ int command_run(const Args& args) {
     return check_case(draw_case(gen, seed + static_cast<uint64_t>(index)), *oracle, *sut, run_options);
   };
 
+  // In the process that checks cases (a Python variant on CUDA cannot start torch.cuda in a
+  // worker forked after CUDA started here).
+  auto prepare = [&] { check_ready_to_run(gen.device == "cuda", *oracle, *sut); };
   int64_t crashes = 0;
+  std::string worker_failed;
   if (args.flag("no-isolate")) {
+    try {
+      prepare();
+    } catch (const std::exception& error) {
+      std::cerr << "recheck run: " << error.what() << "\n";
+      return 2;
+    }
     for (int64_t index = 0; !should_stop(index); ++index) handle(index, check(index));
   } else {
     // Cases run in a worker process, so that an abort or a segmentation fault inside a variant
     // is a finding with its case saved, and the run goes on with the next case in a new worker.
     // This process runs no torch op itself, so forking it is safe.
     for (int64_t next = 0; !should_stop(next);) {
-      const WorkerOutcome outcome = run_worker(next, should_stop, check, handle);
+      const WorkerOutcome outcome = run_worker(next, prepare, should_stop, check, handle);
       if (outcome.finished) break;
       if (!outcome.crashed_case) {
-        std::cerr << "recheck run: the worker stopped between cases (" << outcome.status << "); stopping\n";
+        worker_failed = "the worker stopped between cases (" + outcome.status + ")";
+        std::cerr << "recheck run: " << worker_failed << "; stopping\n";
         break;
       }
       ++crashes;
@@ -504,7 +519,12 @@ int command_run(const Args& args) {
               << ")\n";
   }
   if (crashes > 0) std::cout << "crashes: " << crashes << " cases crashed the worker process\n";
-  if (summary.alarms() + crashes > 0) {
+  if (!worker_failed.empty()) {
+    std::cout << "ERROR: " << worker_failed << ", before the run's limits: see its message above\n";
+  }
+  if (!worker_failed.empty() && summary.alarms() + crashes == 0) {
+    // No verdict to sum up: the error above is the outcome.
+  } else if (summary.alarms() + crashes > 0) {
     std::cout << "FAIL: " << summary.alarms() << " regression or divergent verdicts, " << crashes
               << " crashes; cases written to " << out_dir << "/\n";
   } else {
@@ -535,7 +555,8 @@ int command_run(const Args& args) {
                    {"findings", findings}};
     write_json_report(args.get("json", "-"), report);
   }
-  return summary.alarms() + crashes > 0 ? 1 : 0;
+  if (summary.alarms() + crashes > 0) return 1;
+  return worker_failed.empty() ? 0 : 2;
 }
 
 // A JSON case file, or an input of recheck_fuzz_check decoded as the target decodes it.

@@ -96,6 +96,12 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     std::fprintf(stderr, "recheck_fuzz_check: --device must be cpu or cuda, not '%s'\n", t->options.device.c_str());
     std::exit(2);
   }
+  try {
+    recheck::check_ready_to_run(t->options.device == "cuda", *t->oracle, *t->sut);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "recheck_fuzz_check: %s\n", e.what());
+    std::exit(2);
+  }
   t->options = recheck::options_for(t->options, *t->sut);
   std::fprintf(stderr, "recheck_fuzz_check: %s against %s on %s\n", t->sut_name.c_str(), oracle.c_str(),
                t->options.device.c_str());
@@ -115,8 +121,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     return 0;
   }
   ++target->checked.checked;
-  // Eager mode runs only when the sut and the oracle observed something different: when they
-  // agree, no property that compares them with eager mode can raise an alarm.
+  // Eager mode runs only when the sut and the oracle observed something different (when they
+  // agree, no property that compares them with eager mode can raise an alarm), or to report an
+  // alarm as repro would.
   const recheck::CaseResult result =
       recheck::check_case(c, *target->oracle, *target->sut, {}, recheck::EagerRun::when_needed);
   recheck::fuzz::Verdicts verdicts = recheck::fuzz::verdicts_of(result.results);

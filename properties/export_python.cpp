@@ -65,6 +65,8 @@ megatron_random = None  # megatron.core.tensor_parallel.random, imported only wh
 ON_CUDA = DEVICE == "cuda"
 # The device generator: CUDA's on a GPU; on CPU a separate generator standing in for it, which
 # Megatron reaches through the shim below (recheck's own set-up, so that values match its run).
+if ON_CUDA:
+    torch.cuda.init()  # torch.cuda.default_generators is empty until torch.cuda has started
 DEVICE_GEN = torch.cuda.default_generators[0] if ON_CUDA else torch.Generator()
 if not ON_CUDA:
     torch.cuda.get_rng_state = torch.cuda.random.get_rng_state = lambda device="cuda": DEVICE_GEN.get_state()

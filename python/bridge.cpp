@@ -93,12 +93,24 @@ def as_tuple(outputs):
     return tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,)
 
 
+def cuda_ready():
+    """torch.cuda initialised in this process, as in a Python program that made CUDA tensors: recheck
+    makes them in C++, which leaves torch.cuda._initialized False, and torch.utils.checkpoint then
+    stashes no device RNG state."""
+    if torch.cuda.is_initialized():
+        return
+    if torch.cuda._is_in_bad_fork():
+        raise RuntimeError(
+            "torch.cuda cannot start in this process: CUDA was started in the process it was forked "
+            "from (recheck run's, while it imported the variant's module: with "
+            "PYTORCH_NVML_BASED_CUDA_CHECK=0, without NVML, or by a module that queries the device "
+            "when imported); run with --no-isolate")
+    torch.cuda.init()
+
+
 def call(function, style, body, distribute, args):
-    # A Python program that made CUDA tensors has run torch.cuda's lazy init; recheck makes them
-    # in C++, which leaves torch.cuda._initialized False, and torch.utils.checkpoint then stashes
-    # no device RNG state. Initialise it as such a program would have.
-    if not torch.cuda.is_initialized() and any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
-        torch.cuda.init()
+    if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
+        cuda_ready()
     if style == "torch":
         return as_tuple(function(body, *args, use_reentrant=True))
     apply = getattr(function, "apply", None)
@@ -427,6 +439,16 @@ class PythonCheckpoint : public CheckpointImplementation {
   void reset_checkpointing_flag() override {
     py::gil_scoped_acquire gil;
     Interpreter::get().bridge().attr("reset_flag")(module_);
+  }
+
+  void check_process_ready(bool on_cuda) const override {
+    if (!on_cuda) return;
+    py::gil_scoped_acquire gil;
+    try {
+      Interpreter::get().bridge().attr("cuda_ready")();
+    } catch (const py::error_already_set& e) {
+      throw std::runtime_error("variant '" + name_ + "': " + to_cpp(e).what());
+    }
   }
 
  private:

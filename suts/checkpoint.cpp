@@ -481,6 +481,12 @@ Values MegatronCheckpoint::apply(const RunFunction& run_function, bool distribut
 }
 
 bool CheckpointImplementation::checkpointing_flag() const { return is_checkpointing(); }
+
+void check_ready_to_run(bool on_cuda, const CheckpointImplementation& oracle, const CheckpointImplementation& sut) {
+  rng::check_device_works(on_cuda ? rng::Device::cuda : rng::Device::cpu);
+  oracle.check_process_ready(on_cuda);
+  sut.check_process_ready(on_cuda);
+}
 void CheckpointImplementation::reset_checkpointing_flag() { set_checkpointing(false); }
 
 namespace {

@@ -59,6 +59,9 @@ class CheckpointImplementation {
   // variant), and putting it down before a run.
   virtual bool checkpointing_flag() const;
   virtual void reset_checkpointing_flag();
+  // Called once in a process that is about to check cases (recheck run's worker), before the
+  // first: throws, naming the cause, when the implementation cannot run in this process.
+  virtual void check_process_ready(bool on_cuda) const { (void)on_cuda; }
 };
 
 // Variants from elsewhere: a name "PREFIX:..." goes to the factory registered for PREFIX
@@ -131,5 +134,10 @@ class MegatronCheckpoint : public CheckpointImplementation {
 };
 
 std::unique_ptr<CheckpointImplementation> make_checkpoint(const std::string& variant_name);
+
+// Before a process checks its first case: the device works here (one small op; none for the
+// CPU) and each implementation can run here (check_process_ready). Throws, naming the cause.
+// Otherwise every case would fail the same way, for a reason that is not the variant's.
+void check_ready_to_run(bool on_cuda, const CheckpointImplementation& oracle, const CheckpointImplementation& sut);
 
 }  // namespace recheck

@@ -35,6 +35,19 @@ void use_device(Device device) {
 
 Device current_device() { return g_device; }
 
+void check_device_works(Device device) {
+  if (device != Device::cuda) return;
+  if (!compat::cuda_available()) {
+    throw std::runtime_error("device cuda requested, but no CUDA device is available to this build");
+  }
+  try {
+    const at::Tensor probe = at::ones({1}, at::TensorOptions().device(at::kCUDA));
+    (void)(probe + 1).sum().item<float>();
+  } catch (const c10::Error& error) {
+    throw std::runtime_error(std::string("CUDA does not work in this process: ") + error.what_without_backtrace());
+  }
+}
+
 at::Generator cpu_generator() { return at::detail::getDefaultCPUGenerator(); }
 
 at::Generator device_generator() {

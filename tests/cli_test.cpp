@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/case.h"
+#include "core/torch_compat.h"
 #include "tests/shell.h"
 #include "properties/generator.h"
 
@@ -157,6 +158,23 @@ TEST(Cli, a_case_that_crashes_the_variant_is_a_finding_and_the_run_goes_on) {
   EXPECT_NE(r.output.find("recheck run: 3 cases"), std::string::npos) << "the other cases were checked: " << r.output;
   const recheck::Case saved = recheck::load_case_file(out + "/case-5-runs-to-completion-crash.json");
   EXPECT_EQ(saved.seed, recheck::draw_case(recheck::GenOptions{}, 6).seed);
+}
+
+// A process that cannot use the device fails every case the same way, for no fault of the
+// variant's: the run stops before the first case, exit code 2, naming the cause, and writes no
+// finding. Shown with CUDA asked of a build or machine without it.
+TEST(Cli, a_worker_that_cannot_use_the_device_stops_the_run_naming_the_cause) {
+  if (recheck::compat::cuda_available()) GTEST_SKIP() << "CUDA works here";
+  const std::string out = ::testing::TempDir() + "/no-device";
+  std::filesystem::remove_all(out);
+  for (const std::string isolation : {"", " --no-isolate"}) {
+    const Result r = run("run --device cuda --seed 1 --cases 3 --quiet --out " + out + isolation);
+    EXPECT_EQ(r.exit_code, 2) << isolation << ": " << r.output;
+    EXPECT_NE(r.output.find("no CUDA device is available"), std::string::npos) << isolation << ": " << r.output;
+    EXPECT_EQ(r.output.find("crash"), std::string::npos) << isolation << ": " << r.output;
+    EXPECT_EQ(r.output.find("OK"), std::string::npos) << isolation << ": " << r.output;
+    EXPECT_FALSE(std::filesystem::exists(out) && !std::filesystem::is_empty(out)) << isolation << ": findings written";
+  }
 }
 
 // The verdicts and evidence of a run, without what may differ between runs (time, paths).
