@@ -303,13 +303,16 @@ std::string describe_status(int status) {
 
 struct WorkerOutcome {
   bool finished = false;                // the worker stopped by the run's own limits
+  bool started = false;                 // it began at least one case
   std::optional<int64_t> crashed_case;  // the case in progress when it died
   std::string status;
+  std::string error;  // what it said when it stopped on an exception (prepare's, say)
 };
 
 // Forks a worker that checks cases from `first` on and writes one line per case to a pipe:
-// "start N" before case N, its verdicts as JSON after it, "done" at the end. `prepare` runs in the
-// worker before the first case; if it throws, the worker stops before any case, saying why.
+// "start N" before case N, its verdicts as JSON after it, "done" at the end, or "error TEXT" when
+// it stops on an exception. `prepare` runs in the worker before the first case; if it throws,
+// the worker stops before any case, saying why.
 template <typename Prepare, typename ShouldStop, typename Check, typename Handle>
 WorkerOutcome run_worker(int64_t first, const Prepare& prepare, const ShouldStop& should_stop, const Check& check,
                          const Handle& handle) {
@@ -334,7 +337,10 @@ WorkerOutcome run_worker(int64_t first, const Prepare& prepare, const ShouldStop
       }
       std::fprintf(out, "done\n");
     } catch (const std::exception& error) {
-      std::fprintf(stderr, "recheck run worker: %s\n", error.what());
+      std::string text = error.what();
+      std::replace(text.begin(), text.end(), '\n', ' ');
+      std::fprintf(stderr, "recheck run worker: %s\n", text.c_str());
+      std::fprintf(out, "error %s\n", text.c_str());
       code = 3;
     }
     std::fflush(out);
@@ -354,6 +360,9 @@ WorkerOutcome run_worker(int64_t first, const Prepare& prepare, const ShouldStop
       outcome.finished = true;
     } else if (line.rfind("start ", 0) == 0) {
       in_progress = std::stoll(line.substr(6));
+      outcome.started = true;
+    } else if (line.rfind("error ", 0) == 0) {
+      outcome.error = line.substr(6);
     } else {
       const json j = json::parse(line);
       handle(j.at("case").get<int64_t>(), result_from_line(j));
@@ -486,10 +495,10 @@ int command_run(const Args& args) {
     try {
       prepare();
     } catch (const std::exception& error) {
-      std::cerr << "recheck run: " << error.what() << "\n";
-      return 2;
+      worker_failed = error.what();
+      std::cerr << "recheck run: " << worker_failed << "\n";
     }
-    for (int64_t index = 0; !should_stop(index); ++index) handle(index, check(index));
+    for (int64_t index = 0; worker_failed.empty() && !should_stop(index); ++index) handle(index, check(index));
   } else {
     // Cases run in a worker process, so that an abort or a segmentation fault inside a variant
     // is a finding with its case saved, and the run goes on with the next case in a new worker.
@@ -498,7 +507,8 @@ int command_run(const Args& args) {
       const WorkerOutcome outcome = run_worker(next, prepare, should_stop, check, handle);
       if (outcome.finished) break;
       if (!outcome.crashed_case) {
-        worker_failed = "the worker stopped between cases (" + outcome.status + ")";
+        worker_failed = std::string(outcome.started ? "the worker stopped between cases" : "the worker could not start") +
+                        " (" + outcome.status + ")" + (outcome.error.empty() ? "" : ": " + outcome.error);
         std::cerr << "recheck run: " << worker_failed << "; stopping\n";
         break;
       }
@@ -520,7 +530,7 @@ int command_run(const Args& args) {
   }
   if (crashes > 0) std::cout << "crashes: " << crashes << " cases crashed the worker process\n";
   if (!worker_failed.empty()) {
-    std::cout << "ERROR: " << worker_failed << ", before the run's limits: see its message above\n";
+    std::cout << "ERROR: " << worker_failed << "\n";
   }
   if (!worker_failed.empty() && summary.alarms() + crashes == 0) {
     // No verdict to sum up: the error above is the outcome.
@@ -551,6 +561,7 @@ int command_run(const Args& args) {
                    {"interrupted", g_interrupted.load()},
                    {"crashes", crashes},
                    {"skipped", summary.skipped()},
+                   {"error", worker_failed.empty() ? json() : json(worker_failed)},
                    {"summary", summary.to_json()},
                    {"findings", findings}};
     write_json_report(args.get("json", "-"), report);

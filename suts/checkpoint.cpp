@@ -481,13 +481,17 @@ Values MegatronCheckpoint::apply(const RunFunction& run_function, bool distribut
 }
 
 bool CheckpointImplementation::checkpointing_flag() const { return is_checkpointing(); }
+void CheckpointImplementation::reset_checkpointing_flag() { set_checkpointing(false); }
 
 void check_ready_to_run(bool on_cuda, const CheckpointImplementation& oracle, const CheckpointImplementation& sut) {
-  rng::check_device_works(on_cuda ? rng::Device::cuda : rng::Device::cpu);
+  const rng::Device device = on_cuda ? rng::Device::cuda : rng::Device::cpu;
+  rng::check_device_available(device);
+  // The variants before the probe: a Python variant names the cause of a CUDA broken by a fork
+  // (torch.cuda knows it), where the probe can only report CUDA's error.
   oracle.check_process_ready(on_cuda);
   sut.check_process_ready(on_cuda);
+  rng::check_device_works(device);
 }
-void CheckpointImplementation::reset_checkpointing_flag() { set_checkpointing(false); }
 
 namespace {
 

@@ -26,10 +26,14 @@ at::Generator& cpu_device_stand_in() {
 
 }  // namespace
 
-void use_device(Device device) {
+void check_device_available(Device device) {
   if (device == Device::cuda && !compat::cuda_available()) {
     throw std::runtime_error("device cuda requested, but no CUDA device is available to this build");
   }
+}
+
+void use_device(Device device) {
+  check_device_available(device);
   g_device = device;
 }
 
@@ -37,14 +41,14 @@ Device current_device() { return g_device; }
 
 void check_device_works(Device device) {
   if (device != Device::cuda) return;
-  if (!compat::cuda_available()) {
-    throw std::runtime_error("device cuda requested, but no CUDA device is available to this build");
-  }
+  check_device_available(device);
   try {
     const at::Tensor probe = at::ones({1}, at::TensorOptions().device(at::kCUDA));
     (void)(probe + 1).sum().item<float>();
   } catch (const c10::Error& error) {
-    throw std::runtime_error(std::string("CUDA does not work in this process: ") + error.what_without_backtrace());
+    throw std::runtime_error(std::string("CUDA does not work in this process: ") + error.what_without_backtrace() +
+                             " (if CUDA started in the process this one was forked from, as recheck run's "
+                             "workers are, run with --no-isolate)");
   }
 }
 

@@ -25,9 +25,11 @@ enum class Device { cpu, cuda };
 // Which device the device generator belongs to for the runs that follow.
 void use_device(Device device);
 Device current_device();
+// Throws, naming the cause, when the build or the machine has no such device.
+void check_device_available(Device device);
 // Runs one small op on `device` and waits for it: throws, naming the cause, when this process
-// cannot use it (no CUDA in the build or on the machine, or CUDA broken in a process forked
-// after CUDA started in its parent). A no-op for the CPU.
+// cannot use it (no device, or CUDA broken in a process forked after CUDA started in its
+// parent). A no-op for the CPU.
 void check_device_works(Device device);
 
 at::Generator cpu_generator();

@@ -168,9 +168,15 @@ TEST(Cli, a_worker_that_cannot_use_the_device_stops_the_run_naming_the_cause) {
   const std::string out = ::testing::TempDir() + "/no-device";
   std::filesystem::remove_all(out);
   for (const std::string isolation : {"", " --no-isolate"}) {
-    const Result r = run("run --device cuda --seed 1 --cases 3 --quiet --out " + out + isolation);
+    const std::string report = ::testing::TempDir() + "/no-device.json";
+    const Result r = run("run --device cuda --seed 1 --cases 3 --quiet --out " + out + " --json " + report + isolation);
     EXPECT_EQ(r.exit_code, 2) << isolation << ": " << r.output;
+    EXPECT_NE(r.output.find("ERROR: "), std::string::npos) << isolation << ": " << r.output;
     EXPECT_NE(r.output.find("no CUDA device is available"), std::string::npos) << isolation << ": " << r.output;
+    std::ifstream in(report);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    EXPECT_NE(j.at("error").get<std::string>().find("no CUDA device is available"), std::string::npos) << j.dump();
+    EXPECT_EQ(j.at("cases"), 0) << j.dump();
     EXPECT_EQ(r.output.find("crash"), std::string::npos) << isolation << ": " << r.output;
     EXPECT_EQ(r.output.find("OK"), std::string::npos) << isolation << ": " << r.output;
     EXPECT_FALSE(std::filesystem::exists(out) && !std::filesystem::is_empty(out)) << isolation << ": findings written";
