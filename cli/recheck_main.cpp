@@ -532,12 +532,10 @@ int command_run(const Args& args) {
   if (!worker_failed.empty()) {
     std::cout << "ERROR: " << worker_failed << "\n";
   }
-  if (!worker_failed.empty() && summary.alarms() + crashes == 0) {
-    // No verdict to sum up: the error above is the outcome.
-  } else if (summary.alarms() + crashes > 0) {
+  if (summary.alarms() + crashes > 0) {
     std::cout << "FAIL: " << summary.alarms() << " regression or divergent verdicts, " << crashes
               << " crashes; cases written to " << out_dir << "/\n";
-  } else {
+  } else if (worker_failed.empty()) {  // otherwise the error above is the outcome
     std::cout << "OK: no regression, no divergence";
     if (summary.count(Classification::pre_existing) > 0) {
       std::cout << " (" << summary.count(Classification::pre_existing)
