@@ -9,7 +9,8 @@
 //   recheck mutants  hunt every mutant variant: killed or survived, by what, after how many cases
 //   recheck memory   the PR's memory measurement, reproduced on a synthetic residual-stream model
 //   recheck bench    cases/s, op executions/s and the check-to-eager cost ratio, single thread
-// Exit codes: 0 no regression, 1 regression or divergence found, 2 bad usage or bad input.
+// Exit codes: 0 no regression, 1 regression or divergence found, 2 bad usage, bad input, an
+// output that cannot be written, or a device that cannot run the case (one line on stderr).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,6 +62,13 @@ class UsageError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// The first line of an error's text, at most 300 characters: recheck's errors are one line.
+std::string first_line(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  if (line.size() > 300) line = line.substr(0, 297) + "...";
+  return line;
+}
 
 // `--name value`, `--name=value` and bare flags; positional arguments in order.
 class Args {
@@ -163,7 +171,7 @@ options:
   --out DIR         folder for failing cases as JSON (default: recheck-findings)
   --json FILE       write a machine-readable report ('-' for standard output)
   --quiet           no progress lines
-  --threads N       torch's intra-op threads for the checks (default: torch's own choice)
+  --threads N       torch's intra-op threads for the checks (default, or 0: torch's own choice)
   --cpu-memory-budget B  on CPU, refuse allocations beyond B bytes per run, as a device of
                     that size would: such cases are counted as skipped, not failed
   --no-isolate      check cases in this process (for a debugger); by default they run in a
@@ -219,13 +227,15 @@ before. Stops after --tries inputs (default 20000). A campaign needs seeds when 
 built with gcc (no coverage instrumentation) and starts faster with them in any case.
 )";
 
-const char* kReplayHelp = R"(usage: recheck replay PATH... [--oracle NAME] [--json FILE]
+const char* kReplayHelp = R"(usage: recheck replay PATH... [--oracle NAME] [--json FILE] [--limits LIST]
 
 Replays corpus cases: every *.json under each folder given, and each file given, and checks
 what each case records under "expect": for each {sut, property, classification} that `property`
 is classified `classification` when `sut` is checked against the oracle. Property "*" with
 classification "no-alarm" means no property raises an alarm. A case without expectations is
-expected to raise no alarm on the correct variant `clearing`. Prints one line per expectation.
+expected to raise no alarm on the correct variant `clearing`. Prints one line per expectation;
+an expectation this build or machine cannot check (a Python variant without the bridge, a CUDA
+case without CUDA) is printed as skipped. --limits as for show.
 Exit codes: 0 every expectation holds; 1 one does not; 2 a file is not a valid case.
 )";
 
@@ -248,6 +258,70 @@ void write_json_report(const std::string& where, const json& report) {
     std::cout << report.dump(2) << "\n";
   } else {
     write_file_atomically(where, report.dump(2) + "\n");
+  }
+}
+
+// Refuses, before any work, an output file that cannot be put in place: its folder missing or
+// not a folder, or a folder where the file should go. A run or a minimization must not end by
+// losing what it found. (Permissions are left to the write itself, which names the cause.)
+void check_output_file(const std::string& path, const std::string& option) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw UsageError(option + ": an empty file name");
+  std::error_code error;
+  if (fs::is_directory(path, error)) throw UsageError(option + ": " + path + " is a folder, not a file");
+  const fs::path folder = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  if (!fs::is_directory(folder, error)) {
+    throw UsageError(option + ": " + path + ": no folder " + folder.string() + " to write it in");
+  }
+}
+
+void check_output_files(const Args& args, std::initializer_list<const char*> options) {
+  for (const char* option : options) {
+    if (args.has(option) && !(std::string(option) == "json" && args.get(option, "") == "-")) {
+      check_output_file(args.get(option, ""), std::string("--") + option);
+    }
+  }
+}
+
+// A folder recheck creates when it first writes there: refused now if something other than a
+// folder is in its way.
+void check_output_folder(const std::string& dir, const std::string& option) {
+  namespace fs = std::filesystem;
+  if (dir.empty()) throw UsageError(option + ": an empty folder name");
+  std::error_code error;
+  for (fs::path p = fs::absolute(dir, error); !p.empty(); p = p.parent_path()) {
+    if (fs::exists(p, error)) {
+      if (!fs::is_directory(p, error)) throw UsageError(option + ": " + dir + ": " + p.string() + " is not a folder");
+      return;
+    }
+    if (p == p.parent_path()) return;
+  }
+}
+
+void make_output_folder(const std::string& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) throw OutputError(dir + ": cannot create the folder: " + error.message());
+}
+
+// A case on CUDA needs a CUDA device that works in this process (and variants ready for it):
+// refused with the cause, naming the file, before anything runs.
+void check_can_run(const Case& c, const std::string& file, const CheckpointImplementation& oracle,
+                   const CheckpointImplementation& sut) {
+  try {
+    check_ready_to_run(c.device == "cuda", oracle, sut);
+  } catch (const std::exception& error) {
+    throw CaseError(file + ": cannot run this case here: " + first_line(error.what()));
+  }
+}
+
+// Empty when `device` is available to this build and machine, else why not.
+std::string device_missing(const std::string& device) {
+  try {
+    rng::check_device_available(device == "cuda" ? rng::Device::cuda : rng::Device::cpu);
+    return "";
+  } catch (const std::exception& error) {
+    return first_line(error.what());
   }
 }
 
@@ -409,6 +483,11 @@ int command_run(const Args& args) {
                             ? static_cast<uint64_t>(args.number("seed", 0, 0, INT64_MAX / 2))
                             : static_cast<uint64_t>(std::random_device{}() % 1000000000ULL);
   const std::string out_dir = args.get("out", "recheck-findings");
+  check_output_folder(out_dir, "--out");
+  check_output_files(args, {"json"});
+  const int64_t threads = args.number("threads", 0, 0, 1024);
+  RunOptions run_options;
+  run_options.cpu_memory_budget = args.number("cpu-memory-budget", 0, 0, INT64_MAX / 2);
 
   std::cerr << "recheck run: sut " << sut->name() << " against oracle " << oracle->name() << ", seed " << seed
             << ", " << (cases > 0 ? std::to_string(cases) + " cases" : "") << (cases > 0 && seconds > 0 ? " or " : "")
@@ -437,7 +516,7 @@ int command_run(const Args& args) {
     const std::string kind = property + "/" + classification;
     if (alarm || written_per_kind[kind] < kPreExistingFilesPerProperty) {
       ++written_per_kind[kind];
-      std::filesystem::create_directories(out_dir);
+      make_output_folder(out_dir);
       const std::string file =
           out_dir + "/case-" + std::to_string(index) + "-" + property + "-" + classification + ".json";
       Case annotated = draw_case(gen, draw_seed);
@@ -475,9 +554,6 @@ int command_run(const Args& args) {
                 << summary.count(Classification::pre_existing) << " pre-existing\n";
     }
   };
-  const int64_t threads = args.number("threads", 0, 0, 1024);
-  RunOptions run_options;
-  run_options.cpu_memory_budget = args.number("cpu-memory-budget", 0, 0, INT64_MAX / 2);
   bool threads_set = false;
   auto check = [&](int64_t index) {
     // Set where the cases run (the worker), so this process keeps clear of torch's thread pools.
@@ -570,17 +646,10 @@ int command_run(const Args& args) {
 
 // A JSON case file, or an input of recheck_fuzz_check decoded as the target decodes it.
 Case load_case_or_fuzz_input(const std::string& path, const Limits& limits, bool force_bytes, const std::string& device) {
-  std::error_code error;
-  const auto size = std::filesystem::file_size(path, error);
-  if (error) throw CaseError(path + ": cannot open the file");
-  if (static_cast<int64_t>(size) > limits.file_bytes) {
-    throw CaseError(path + ": the file has " + std::to_string(size) + " bytes, over the limit file_bytes=" +
-                    std::to_string(limits.file_bytes) + " (raise it with --limits file_bytes=N)");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CaseError(path + ": cannot open the file");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto first = text.find_first_not_of(" \t\r\n");
+  const std::string text = read_case_file_text(path, limits);
+  // JSON may start with a UTF-8 byte order mark, which the JSON parser skips.
+  const std::size_t bom = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
+  const auto first = text.find_first_not_of(" \t\r\n", bom);
   const bool json_name = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
   if (!force_bytes && (json_name || (first != std::string::npos && text[first] == '{'))) {
     return parse_case_text(text, path, limits);
@@ -614,14 +683,18 @@ int command_repro(const Args& args) {
     std::cout << kReproHelp;
     return 0;
   }
+  check_output_files(args, {"json"});
   const Case c = load_positional_case(args, "repro");
   const auto sut = make_variant(args.get("sut", "clearing"));
   const auto oracle = make_variant(args.get("oracle", "nonclearing"));
+  check_can_run(c, args.positional()[0], *oracle, *sut);
   std::cout << show(c);
   if (!c.note.empty()) std::cout << "note: " << c.note << "\n";
   std::cout << "\nsut " << sut->name() << ", oracle " << oracle->name() << ":\n";
   const CaseResult result = check_case(c, *oracle, *sut);
   std::cout << describe_results(result.results);
+  // Too large for the memory here: no verdict, said so (exit 0, as `run` counts it skipped).
+  if (!result.skipped.empty()) std::cout << "skipped: " << result.skipped << "\n";
   if (args.has("json")) {
     json properties_json = json::array();
     for (const PropertyResult& r : result.results) {
@@ -635,6 +708,7 @@ int command_repro(const Args& args) {
                                               {"case", args.positional()[0]},
                                               {"sut", sut->name()},
                                               {"oracle", oracle->name()},
+                                              {"skipped", result.skipped.empty() ? json() : json(result.skipped)},
                                               {"properties", properties_json}});
   }
   return result.has_alarm() ? 1 : 0;
@@ -676,7 +750,12 @@ int command_export_python(const Args& args) {
     std::cout << kExportPythonHelp;
     return 0;
   }
+  check_output_files(args, {"out"});
   const Case c = load_positional_case(args, "export-python");
+  // The script carries the leaf values and loss weights recheck draws on the case's device.
+  if (const std::string missing = device_missing(c.device); !missing.empty()) {
+    throw CaseError(args.positional()[0] + ": cannot export this case here: " + missing);
+  }
   ExportOptions options;
   const Expectation* failing = nullptr;
   for (const Expectation& e : c.expect) {
@@ -718,6 +797,9 @@ int command_minimize(const Args& args) {
   const Case original = load_positional_case(args, "minimize");
   const auto sut = make_variant(args.get("sut", "clearing"));
   const auto oracle = make_variant(args.get("oracle", "nonclearing"));
+  const std::string out = args.get("out", args.positional()[0] + ".min.json");
+  check_output_file(out, args.has("out") ? "--out" : "the default --out");
+  check_can_run(original, args.positional()[0], *oracle, *sut);
   const std::string property = args.get("property", "");
   if (!property.empty() && find_property(property) == nullptr) throw UsageError("--property: no property named '" + property + "'");
   const auto start = Clock::now();
@@ -748,7 +830,6 @@ int command_minimize(const Args& args) {
     const auto clearing = make_variant("clearing");
     if (!check_case(smallest, *oracle, *clearing).has_alarm()) smallest.expect.push_back(Expectation{"clearing", "*", "no-alarm"});
   }
-  const std::string out = args.get("out", args.positional()[0] + ".min.json");
   save_case_file(smallest, out);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   std::cout << "ops " << before.ops << " -> " << after.ops << ", checkpoints " << before.checkpoints << " -> "
@@ -784,7 +865,7 @@ int command_fuzz_seeds(const Args& args) {
   const std::string dir = args.positional()[0];
   const auto seed = static_cast<uint64_t>(args.number("seed", 1, 0, INT64_MAX));
   const int64_t tries = args.number("tries", 20000, 1, 100000000);
-  std::filesystem::create_directories(dir);
+  make_output_folder(dir);
   std::mt19937_64 random(seed);
   std::set<std::string> covered;
   int written = 0;
@@ -832,6 +913,8 @@ int command_replay(const Args& args) {
     return 0;
   }
   if (args.positional().empty()) throw UsageError("replay takes case files or folders");
+  check_output_files(args, {"json"});
+  const Limits limits = args.has("limits") ? parse_limits(args.get("limits", "")) : Limits{};
   const auto oracle = make_variant(args.get("oracle", "nonclearing"));
   std::map<std::string, std::unique_ptr<CheckpointImplementation>> suts;
   int held = 0;
@@ -839,7 +922,10 @@ int command_replay(const Args& args) {
   int skipped = 0;
   json lines = json::array();
   for (const std::string& file : corpus_files(args.positional())) {
-    const Case c = load_case_file(file);
+    const Case c = load_case_file(file, limits);
+    // A CUDA case where CUDA is missing cannot run: skipped and said so, like a Python variant
+    // without the bridge.
+    const bool no_device = !device_missing(c.device).empty();
     std::vector<Expectation> expectations = c.expect;
     if (expectations.empty()) expectations.push_back(Expectation{"clearing", "*", "no-alarm"});
     for (std::size_t i = 0; i < expectations.size(); ++i) {
@@ -863,10 +949,10 @@ int command_replay(const Args& args) {
     }
     std::map<std::string, CaseResult> results;
     for (const Expectation& e : expectations) {
-      if (!suts.at(e.sut)) {
+      if (!suts.at(e.sut) || no_device) {
         ++skipped;
         std::cout << "skip  " << file << "  " << e.sut << " " << e.property << " " << e.classification
-                  << " (needs the Python bridge: see build-py, ci/python)\n";
+                  << (no_device ? " (needs a " + c.device + " device)\n" : " (needs the Python bridge: see build-py, ci/python)\n");
         continue;
       }
       if (!results.count(e.sut)) results.emplace(e.sut, check_case(c, *oracle, *suts[e.sut]));
@@ -891,7 +977,8 @@ int command_replay(const Args& args) {
     }
   }
   std::cout << held << " expectations hold, " << failed << " do not"
-            << (skipped > 0 ? ", " + std::to_string(skipped) + " skipped (they need the Python bridge)" : "") << "\n";
+            << (skipped > 0 ? ", " + std::to_string(skipped) + " skipped (they need the Python bridge or a device)" : "")
+            << "\n";
   if (args.has("json")) {
     write_json_report(args.get("json", "-"), {{"tool", "recheck"}, {"command", "replay"}, {"oracle", oracle->name()},
                                               {"held", held}, {"failed", failed}, {"skipped", skipped}, {"expectations", lines}});
@@ -1029,7 +1116,11 @@ int command_memory(const Args& args) {
   } catch (const std::invalid_argument& error) {
     throw UsageError(error.what());
   }
+  check_output_files(args, {"json"});
+  const std::string svg_path = args.get("svg", "recheck-memory.svg");  // empty: no picture
+  if (!svg_path.empty()) check_output_file(svg_path, "--svg");
   const Case c = residual_stream_case(model);
+  check_can_run(c, "--device " + model.device, *oracle, *sut);
   RunOptions options;
   options.record_segment_calls = false;
   options.record_timeline = model.device == "cpu";
@@ -1077,7 +1168,6 @@ int command_memory(const Args& args) {
               << (adopted ? "adopts the returned gradient as its .grad (no copy)" : "gets a copy of the returned gradient")
               << "\n";
   }
-  const std::string svg_path = args.get("svg", "recheck-memory.svg");
   if (!svg_path.empty() && model.device == "cpu") {
     write_file_atomically(svg_path, memory_svg(s.timeline, o.timeline, sut->name(), oracle->name(), c.note));
     std::cout << "picture: " << svg_path << "\n";
@@ -1112,6 +1202,7 @@ int command_mutants(const Args& args) {
     std::cout << kMutantsHelp;
     return 0;
   }
+  check_output_files(args, {"json"});
   const int64_t seeds = args.number("seeds", 10, 1, 1000);
   const int64_t budget = args.number("budget", 200, 1, INT64_MAX / 2);
   const uint64_t first_seed = static_cast<uint64_t>(args.number("seed", 1, 0, INT64_MAX / 4));
@@ -1223,6 +1314,7 @@ int command_bench(const Args& args) {
     std::cout << kBenchHelp;
     return 0;
   }
+  check_output_files(args, {"json"});
   const int64_t cases = args.number("cases", 500, 1, INT64_MAX / 2);
   const uint64_t seed = static_cast<uint64_t>(args.number("seed", 1, 0, INT64_MAX / 2));
   at::set_num_threads(1);
@@ -1304,7 +1396,7 @@ int main(int argc, char** argv) {
                                    {"sut", "oracle", "property", "out", "limits", "device"}));
     }
     if (command == "fuzz-seeds") return command_fuzz_seeds(Args(argc, argv, 2, {"help"}, {"seed", "tries"}));
-    if (command == "replay") return command_replay(Args(argc, argv, 2, {"help"}, {"oracle", "json"}));
+    if (command == "replay") return command_replay(Args(argc, argv, 2, {"help"}, {"oracle", "json", "limits"}));
     if (command == "variants") return command_variants(Args(argc, argv, 2, {"help"}, {}));
     if (command == "mutants") {
       stop_on_interrupt();
@@ -1326,6 +1418,17 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const CaseError& error) {
     std::cerr << "recheck " << command << ": " << error.what() << "\n";
+    return 2;
+  } catch (const OutputError& error) {
+    std::cerr << "recheck " << command << ": " << error.what() << "\n";
+    return 2;
+  } catch (const c10::Error& error) {
+    // Not expected here: cases run inside the checks, which catch what they raise. One line
+    // and exit 2 rather than an abort with a C++ stack.
+    std::cerr << "recheck " << command << ": " << first_line(error.what_without_backtrace()) << "\n";
+    return 2;
+  } catch (const std::exception& error) {
+    std::cerr << "recheck " << command << ": " << first_line(error.what()) << "\n";
     return 2;
   }
 }

@@ -1,10 +1,16 @@
 #include "core/case.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -216,9 +222,23 @@ struct ParseContext {
   int64_t ops = 0;
 };
 
+// `value` is the count reached; INT64_MAX where the count went past what int64_t holds, and
+// then the message says "more than the limit" rather than a number that was never counted.
 std::string over_limit(const std::string& what, int64_t value, const char* limit, int64_t bound) {
-  return what + " " + std::to_string(value) + " is over the limit " + limit + "=" + std::to_string(bound) +
+  const std::string count = value == INT64_MAX ? "more than " + std::to_string(bound) : std::to_string(value);
+  return what + " " + count + " is over the limit " + limit + "=" + std::to_string(bound) +
          " (raise it with --limits " + limit + "=N)";
+}
+
+// a * b and a + b for non-negative a and b, INT64_MAX where the result would not fit: a shape
+// like [2^32, 2^32] must not wrap around to an element count of 0.
+int64_t saturating_times(int64_t a, int64_t b) {
+  int64_t product = 0;
+  return __builtin_mul_overflow(a, b, &product) ? INT64_MAX : product;
+}
+int64_t saturating_plus(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? INT64_MAX : sum;
 }
 
 Segment segment_from_json(const Reader& r, ParseContext& context, int depth);
@@ -632,8 +652,7 @@ Case case_from_json(const json& j, const Limits& limits) {
     int64_t elements = 1;
     for (const Reader& dim : leaf_reader.field("shape").items()) {
       leaf.shape.push_back(dim.integer(0, INT64_MAX));
-      // Both factors are at most the limit here, so the product cannot overflow.
-      elements = leaf.shape.back() > limits.leaf_elements ? leaf.shape.back() : elements * leaf.shape.back();
+      elements = saturating_times(elements, leaf.shape.back());
       if (elements > limits.leaf_elements) {
         throw CaseError(leaf_reader.field("shape").path() + ": " +
                         over_limit("element count", elements, "leaf_elements", limits.leaf_elements));
@@ -642,9 +661,11 @@ Case case_from_json(const json& j, const Limits& limits) {
     if (leaf_reader.has("dtype")) leaf.dtype = leaf_reader.field("dtype").choice(kDTypes);
     leaf.requires_grad = leaf_reader.field("requires_grad").boolean();
     leaf.fill = leaf_reader.field("fill").choice(kFills);
-    leaf_bytes += elements * static_cast<int64_t>(at::elementSize(scalar_type(leaf_dtype(c, leaf))));
+    leaf_bytes = saturating_plus(
+        leaf_bytes, saturating_times(elements, static_cast<int64_t>(at::elementSize(scalar_type(leaf_dtype(c, leaf))))));
     if (leaf_bytes > limits.leaf_bytes) {
-      throw CaseError(leaf_reader.path() + ": " + over_limit("leaf bytes", leaf_bytes, "leaf_bytes", limits.leaf_bytes));
+      throw CaseError(leaf_reader.path() + ": " +
+                      over_limit("leaf bytes", leaf_bytes, "leaf_bytes", limits.leaf_bytes));
     }
     c.leaves.push_back(std::move(leaf));
   }
@@ -669,12 +690,13 @@ void validate(const Case& c, const Limits& limits) {
     int64_t elements = 1;
     for (int64_t d : leaf.shape) {
       if (d < 0) throw CaseError(path + ".shape: a negative size");
-      elements = d > limits.leaf_elements ? d : elements * d;
+      elements = saturating_times(elements, d);
       if (elements > limits.leaf_elements) {
-        throw CaseError(path + ".shape: " + over_limit("element count", elements, "leaf_elements", limits.leaf_elements));
+        throw CaseError(path + ".shape: " +
+                        over_limit("element count", elements, "leaf_elements", limits.leaf_elements));
       }
     }
-    leaf_bytes += elements * static_cast<int64_t>(at::elementSize(scalar_type(dtype)));
+    leaf_bytes = saturating_plus(leaf_bytes, saturating_times(elements, static_cast<int64_t>(at::elementSize(scalar_type(dtype)))));
     if (leaf_bytes > limits.leaf_bytes) {
       throw CaseError(path + ": " + over_limit("leaf bytes", leaf_bytes, "leaf_bytes", limits.leaf_bytes));
     }
@@ -688,10 +710,19 @@ namespace {
 struct LimitField {
   const char* name;
   int64_t Limits::*field;
+  int64_t ceiling;  // the most `--limits` may set it to
 };
-constexpr LimitField kLimitFields[] = {{"file_bytes", &Limits::file_bytes}, {"ops", &Limits::ops},
-                                       {"depth", &Limits::depth},           {"leaf_elements", &Limits::leaf_elements},
-                                       {"leaf_bytes", &Limits::leaf_bytes}, {"iterations", &Limits::iterations}};
+// depth: the readers, the interpreter and nlohmann::json's copy and dump recurse once per level
+// (a checkpoint nests four JSON levels), and 256 levels stay far inside an 8 MB stack under
+// AddressSanitizer too; a case ten thousand deep crashed recheck before the ceiling. The others
+// keep every count the readers add up inside int64_t and the file inside memory.
+constexpr LimitField kLimitFields[] = {
+    {"file_bytes", &Limits::file_bytes, int64_t{1} << 34},
+    {"ops", &Limits::ops, int64_t{100000000}},
+    {"depth", &Limits::depth, 256},
+    {"leaf_elements", &Limits::leaf_elements, int64_t{1} << 40},
+    {"leaf_bytes", &Limits::leaf_bytes, int64_t{1} << 44},
+    {"iterations", &Limits::iterations, 1000000}};
 }  // namespace
 
 Limits parse_limits(const std::string& text, Limits base) {
@@ -710,10 +741,11 @@ Limits parse_limits(const std::string& text, Limits base) {
     try {
       size_t used = 0;
       const long long parsed = std::stoll(value, &used);
-      if (used != value.size() || parsed < 1) throw std::invalid_argument(value);
+      if (used != value.size() || parsed < 1 || parsed > field->ceiling) throw std::invalid_argument(value);
       base.*(field->field) = parsed;
     } catch (const std::exception&) {
-      throw CaseError("--limits: " + name + " needs a positive whole number, got '" + value + "'");
+      throw CaseError("--limits: " + name + " needs a whole number from 1 to " + std::to_string(field->ceiling) +
+                      ", got '" + value + "'");
     }
   }
   return base;
@@ -758,6 +790,61 @@ int64_t json_nesting(const std::string& text) {
   return deepest;
 }
 
+// At most `size` characters of `text`: an error quoting 100,000 digits stays one readable line.
+std::string clip(const std::string& text, std::size_t size = 200) {
+  return text.size() <= size ? text : text.substr(0, size - 3) + "...";
+}
+
+// nlohmann::json keeps the last of two equal keys. A case file naming a field twice is
+// ambiguous (which seed did its author mean?), so the parse refuses it, naming the field path.
+class DuplicateKeyCheck {
+ public:
+  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+        frames_.push_back(Frame{false, 0, {}, {}});
+        break;
+      case json::parse_event_t::array_start:
+        frames_.push_back(Frame{true, 0, {}, {}});
+        break;
+      case json::parse_event_t::key: {
+        Frame& frame = frames_.back();
+        frame.key = parsed.get<std::string>();
+        if (!frame.keys.insert(frame.key).second) {
+          throw CaseError(clip(path()) + ": the field appears twice in its object");
+        }
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        frames_.pop_back();
+        element_done();
+        break;
+      case json::parse_event_t::value:
+        element_done();
+        break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool array;
+    int64_t index = 0;
+    std::string key;
+    std::set<std::string> keys;
+  };
+  void element_done() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
+  }
+  std::string path() const {
+    std::string text = "case";
+    for (const Frame& frame : frames_) text += frame.array ? "[" + std::to_string(frame.index) + "]" : "." + frame.key;
+    return text;
+  }
+  std::vector<Frame> frames_;
+};
+
 }  // namespace
 
 Case parse_case_text(const std::string& text, const std::string& origin, const Limits& limits) {
@@ -772,9 +859,14 @@ Case parse_case_text(const std::string& text, const std::string& origin, const L
   }
   json j;
   try {
-    j = json::parse(text);
+    DuplicateKeyCheck duplicates;
+    j = json::parse(text, [&duplicates](int depth, json::parse_event_t event, json& parsed) {
+      return duplicates(depth, event, parsed);
+    });
   } catch (const json::exception& error) {
-    throw CaseError(origin + ": not valid JSON: " + error.what());
+    throw CaseError(origin + ": not valid JSON: " + clip(error.what()));
+  } catch (const CaseError& error) {
+    throw CaseError(origin + ": " + error.what());
   }
   try {
     return case_from_json(j, limits);
@@ -783,32 +875,70 @@ Case parse_case_text(const std::string& text, const std::string& origin, const L
   }
 }
 
+std::string read_case_file_text(const std::string& path, const Limits& limits) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  if (status.type() == fs::file_type::not_found) throw CaseError(path + ": cannot open the file: no such file");
+  if (error) throw CaseError(path + ": cannot open the file: " + error.message());
+  if (status.type() == fs::file_type::directory) throw CaseError(path + ": a folder, not a case file");
+  // A pipe would block the read and a device like /dev/zero never ends.
+  if (status.type() != fs::file_type::regular) throw CaseError(path + ": not a regular file");
+  const auto size = fs::file_size(path, error);
+  if (error) throw CaseError(path + ": cannot open the file: " + error.message());
+  if (size > static_cast<std::uintmax_t>(limits.file_bytes)) {
+    throw CaseError(path + ": " + over_limit("file size", static_cast<int64_t>(size), "file_bytes", limits.file_bytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CaseError(path + ": cannot open the file: " + std::strerror(errno));
+  std::string text(static_cast<std::size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return text;
+}
+
 Case load_case_file(const std::string& path, const Limits& limits) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw CaseError(path + ": cannot open the file");
-  const int64_t size = static_cast<int64_t>(in.tellg());
-  if (size > limits.file_bytes) throw CaseError(path + ": " + over_limit("file size", size, "file_bytes", limits.file_bytes));
-  in.seekg(0);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_case_text(buffer.str(), path, limits);
+  return parse_case_text(read_case_file_text(path, limits), path, limits);
 }
 
 void write_file_atomically(const std::string& path, const std::string& contents) {
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path + ": cannot write (temporary " + temporary + ")");
-    out << contents;
-    out.flush();
-    if (!out) {
-      std::remove(temporary.c_str());
-      throw std::runtime_error(path + ": write failed");
-    }
+  static std::atomic<int> counter{0};
+  const std::filesystem::path target(path);
+  if (path.empty()) throw OutputError("cannot write a file with an empty name");
+  std::error_code error;
+  if (std::filesystem::is_directory(target, error)) throw OutputError(path + ": cannot write: a folder is in the way");
+  // A short, hidden name in the same folder (a rename across file systems would not be
+  // atomic): not NAME.tmp, which can be over the 255-byte limit when NAME is just under it.
+  const std::filesystem::path folder = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  std::string temporary;
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+    temporary = (folder / (".recheck-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".tmp")).string();
+    fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) throw OutputError(path + ": cannot write: " + std::strerror(errno));
+  auto fail = [&](const std::string& what) {
+    const int saved = errno;
+    ::close(fd);
+    ::unlink(temporary.c_str());
+    throw OutputError(path + ": " + what + ": " + std::strerror(saved));
+  };
+  for (std::size_t done = 0; done < contents.size();) {
+    const ssize_t wrote = ::write(fd, contents.data() + done, contents.size() - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) fail("write failed");
+    done += static_cast<std::size_t>(wrote);
+  }
+  if (::close(fd) != 0) {
+    const int saved = errno;
+    ::unlink(temporary.c_str());
+    throw OutputError(path + ": write failed: " + std::strerror(saved));
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw std::runtime_error(path + ": cannot rename the temporary file into place");
+    const int saved = errno;
+    ::unlink(temporary.c_str());
+    throw OutputError(path + ": cannot put the file in place: " + std::strerror(saved));
   }
 }
 

@@ -195,7 +195,8 @@ std::string show_arg(const Arg& arg);
 
 // What a case may hold. Every case read from a file is checked against these while it is read,
 // before anything is allocated for it, and a case over one is refused with an error naming
-// the limit. `recheck repro` and `recheck show` take `--limits name=value,...`.
+// the limit. The commands that read cases take `--limits name=value,...`; each limit has a
+// ceiling `--limits` cannot raise it past (depth: the readers recurse once per level).
 struct Limits {
   int64_t file_bytes = int64_t{64} << 20;         // size of a case file
   int64_t ops = 100000;                           // ops in all segments together
@@ -205,7 +206,7 @@ struct Limits {
   int64_t iterations = 100;
 };
 // "ops=1000,depth=8": the named limits changed, the others as in `base`. Throws CaseError
-// naming a bad item.
+// naming a bad item, or a value over the limit's ceiling.
 Limits parse_limits(const std::string& text, Limits base = {});
 std::string describe(const Limits& limits);  // "file_bytes=67108864,ops=100000,..."
 
@@ -221,9 +222,19 @@ class CaseError : public std::runtime_error {
 // Parses and validates the text of a case file; errors start with `origin` (the file's name).
 // Throws only CaseError, whatever the text (recheck_fuzz_inputs holds it to that).
 Case parse_case_text(const std::string& text, const std::string& origin, const Limits& limits = {});
+// The bytes of a case file: a regular file (not a folder, pipe or device) of at most
+// limits.file_bytes, read without reading more. Throws CaseError naming the file.
+std::string read_case_file_text(const std::string& path, const Limits& limits = {});
 // Parses and validates `path`; errors name the file.
 Case load_case_file(const std::string& path, const Limits& limits = {});
+
+// An output file that could not be written: the message names it and the reason.
+class OutputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 // Writes to a temporary name in the same folder and renames, so no half-written file remains.
+// Throws OutputError, leaving no temporary file behind.
 void save_case_file(const Case& c, const std::string& path);
 void write_file_atomically(const std::string& path, const std::string& contents);
 

@@ -1,6 +1,8 @@
 // The case model's JSON form: lossless round trips, and errors that name the field.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -122,8 +124,82 @@ TEST(CaseJson, save_writes_the_whole_file_or_nothing) {
   save_case_file(c, path);
   EXPECT_EQ(to_json(load_case_file(path)), to_json(c));
   for (const auto& entry : std::filesystem::directory_iterator(::testing::TempDir())) {
-    EXPECT_EQ(entry.path().string().find("saved-case.json.tmp"), std::string::npos);
+    EXPECT_NE(entry.path().filename().string().rfind(".recheck-", 0), 0u) << entry.path();
   }
+}
+
+TEST(CaseJson, a_name_at_the_length_limit_is_written_and_a_failed_write_leaves_nothing) {
+  // The temporary name must fit too: NAME.tmp.PID did not, for a name of 255 bytes.
+  const std::string dir = ::testing::TempDir() + "/atomic";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string longest = dir + "/" + std::string(250, 'a') + ".json";
+  write_file_atomically(longest, "{}\n");
+  EXPECT_TRUE(std::filesystem::exists(longest));
+  for (const std::string& bad : {dir + "/missing/x.json", dir + "/" + std::string(300, 'b')}) {
+    try {
+      write_file_atomically(bad, "{}\n");
+      FAIL() << bad << ": no error";
+    } catch (const OutputError& error) {
+      EXPECT_EQ(std::string(error.what()).rfind(bad + ": ", 0), 0u) << error.what();
+    }
+  }
+  std::filesystem::create_directories(dir + "/in-the-way.json");
+  EXPECT_THROW(write_file_atomically(dir + "/in-the-way.json", "{}\n"), OutputError);
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    EXPECT_NE(entry.path().filename().string().rfind(".recheck-", 0), 0u) << "left behind: " << entry.path();
+  }
+  EXPECT_EQ(files, 2);
+}
+
+TEST(CaseJson, a_field_given_twice_is_refused_naming_its_path) {
+  // nlohmann::json would keep the last one silently: which seed did the author mean?
+  const std::string text = minimal().dump();
+  const std::string twice = "{\"seed\": 4, " + text.substr(1);
+  try {
+    parse_case_text(twice, "twice.json");
+    FAIL() << "no error";
+  } catch (const CaseError& error) {
+    EXPECT_EQ(std::string(error.what()), "twice.json: case.seed: the field appears twice in its object");
+  }
+  json j = minimal();
+  j["leaves"].push_back(j["leaves"][0]);
+  std::string nested = j.dump();
+  const std::size_t second_leaf = nested.find("{\"fill\"", nested.find("{\"fill\"") + 1);
+  ASSERT_NE(second_leaf, std::string::npos) << nested;
+  nested.insert(second_leaf + 1, "\"shape\": [3], ");
+  try {
+    parse_case_text(nested, "nested.json");
+    FAIL() << "no error: " << nested;
+  } catch (const CaseError& error) {
+    EXPECT_NE(std::string(error.what()).find("nested.json: case.leaves[1].shape: the field appears twice"),
+              std::string::npos) << error.what();
+  }
+  EXPECT_NO_THROW(parse_case_text(text, "once.json"));
+}
+
+TEST(CaseJson, only_a_regular_file_is_read_as_a_case) {
+  // A pipe would block the read forever, a device like /dev/zero never ends.
+  const std::string fifo = ::testing::TempDir() + "/case-fifo.json";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, std::string("/dev/zero")}) {
+    try {
+      load_case_file(path);
+      FAIL() << path << ": no error";
+    } catch (const CaseError& error) {
+      EXPECT_EQ(std::string(error.what()), path + ": not a regular file");
+    }
+  }
+  try {
+    read_case_file_text(::testing::TempDir());
+    FAIL() << "no error";
+  } catch (const CaseError& error) {
+    EXPECT_NE(std::string(error.what()).find("a folder, not a case file"), std::string::npos) << error.what();
+  }
+  std::filesystem::remove(fifo);
 }
 
 TEST(CaseJson, show_prints_nested_bodies_indented) {
@@ -164,6 +240,62 @@ TEST(CaseLimits, each_limit_is_named_in_the_error) {
   j["leaves"][0]["shape"] = {4, 4};
   EXPECT_NE(load_error(j, parse_limits("leaf_bytes=32")).find("leaf bytes 64 is over the limit leaf_bytes=32"), std::string::npos);
   EXPECT_THROW(parse_limits("ops=0"), CaseError);
+}
+
+TEST(CaseLimits, no_limit_can_be_raised_past_its_ceiling) {
+  // Past 256, the readers' recursion could exhaust the stack (a case 10,000 deep crashed
+  // recheck show); past the others, the counts could wrap around.
+  EXPECT_EQ(parse_limits("depth=256").depth, 256);
+  for (const char* item : {"depth=257", "depth=9223372036854775807", "leaf_elements=1099511627777",
+                           "leaf_bytes=17592186044417", "ops=100000001", "iterations=1000001", "file_bytes=17179869185"}) {
+    try {
+      parse_limits(item);
+      FAIL() << item << ": no error";
+    } catch (const CaseError& error) {
+      EXPECT_NE(std::string(error.what()).find("needs a whole number from 1 to "), std::string::npos) << error.what();
+    }
+  }
+}
+
+TEST(CaseLimits, raised_limits_do_not_let_a_count_wrap_around) {
+  // 2^32 * 2^32 is 0 in int64_t arithmetic: a huge leaf must not read as an empty one.
+  const Limits raised = parse_limits("leaf_elements=1099511627776,leaf_bytes=17592186044416");
+  json j = minimal();
+  j["leaves"][0]["shape"] = {int64_t{1} << 32, int64_t{1} << 32};
+  EXPECT_EQ(load_error(j, raised),
+            "case.leaves[0].shape: element count more than 1099511627776 is over the limit leaf_elements=1099511627776 "
+            "(raise it with --limits leaf_elements=N)");
+  Case c = case_from_json(minimal());
+  c.leaves[0].shape = {int64_t{1} << 32, int64_t{1} << 32};
+  try {
+    validate(c, raised);
+    FAIL() << "no error";
+  } catch (const CaseError& error) {
+    EXPECT_NE(std::string(error.what()).find("element count more than"), std::string::npos) << error.what();
+  }
+  // Leaves of 2^40 float64 elements, 2^43 bytes each: the third takes the sum over 2^44.
+  j = minimal();
+  j["dtype"] = "float64";
+  j["leaves"] = json::array();
+  for (int i = 0; i < 16; ++i) j["leaves"].push_back({{"shape", {int64_t{1} << 40}}, {"requires_grad", false}, {"fill", "ones"}});
+  EXPECT_NE(load_error(j, raised).find("case.leaves[2]: leaf bytes 26388279066624 is over the limit leaf_bytes"),
+            std::string::npos) << load_error(j, raised);
+}
+
+TEST(CaseLimits, a_case_as_deep_as_the_depth_ceiling_is_read_shown_and_written) {
+  json body = {{"ops", json::array({{{"op", "unary"}, {"fn", "tanh"}, {"x", 0}}})}, {"outputs", {1}}};
+  for (int level = 0; level < 256; ++level) {
+    json op = {{"op", "checkpoint"}, {"distribute", false}, {"args", json::array({{{"ref", 0}}})}, {"body", std::move(body)}};
+    body = {{"ops", json::array({std::move(op)})}, {"outputs", {1}}};
+  }
+  json j = minimal();
+  j["root"] = std::move(body);
+  const std::string text = j.dump();
+  EXPECT_NE(load_error(j).find("nesting depth 65 is over the limit depth=64"), std::string::npos);
+  const Case c = parse_case_text(text, "deep.json", parse_limits("depth=256"));
+  EXPECT_EQ(stats(c).max_depth, 256);
+  EXPECT_NE(show(c).find("tanh"), std::string::npos);
+  EXPECT_EQ(to_json(c).dump(), text);
 }
 
 TEST(CaseLimits, huge_numbers_do_not_overflow_the_element_count) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
@@ -292,4 +293,86 @@ TEST(Cli, hostile_inputs_exit_2_with_one_line_naming_the_file_and_what_was_expec
     }
   }
   EXPECT_FALSE(std::filesystem::exists(dir + "/out.json"));  // nothing half-written
+}
+
+TEST(Cli, an_output_that_cannot_be_written_is_refused_before_any_work_in_one_line) {
+  const std::string dir = ::testing::TempDir() + "/outputs";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/a-folder");
+  std::ofstream(dir + "/a-file") << "x";
+  const std::string c = kSeeds + "nested-three-deep.json";
+  const std::vector<std::pair<std::string, std::string>> commands = {
+      {"repro " + c + " --json " + dir + "/missing/report.json", "no folder " + dir + "/missing to write it in"},
+      {"repro " + c + " --json " + dir + "/a-folder", "is a folder, not a file"},
+      {"run --seed 1 --cases 2 --quiet --out " + dir + "/f --json " + dir + "/a-file/report.json", "no folder"},
+      {"run --seed 1 --cases 2 --quiet --out " + dir + "/a-file/findings", dir + "/a-file is not a folder"},
+      {"minimize " + c + " --out " + dir + "/missing/min.json", "no folder"},
+      {"export-python " + c + " --property grads-bitwise --out " + dir + "/a-folder", "is a folder, not a file"},
+      {"replay " + c + " --json " + dir + "/missing/replay.json", "no folder"},
+      {"fuzz-seeds " + dir + "/a-file/seeds --tries 10", "cannot create the folder"},
+  };
+  for (const auto& [command, says] : commands) {
+    const Result r = run(command);
+    EXPECT_EQ(r.exit_code, 2) << command << ": " << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << command << ": " << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << command << ": " << r.output;
+  }
+  // A name at the file system's 255-byte limit is written whole, with nothing left beside it.
+  const std::string longest = dir + "/" + std::string(250, 'r') + ".json";
+  const Result r = run("repro " + c + " --json " + longest);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NO_THROW(nlohmann::json::parse(std::ifstream(longest)));
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    EXPECT_NE(entry.path().filename().string().rfind(".recheck-", 0), 0u) << "left behind: " << entry.path();
+  }
+}
+
+TEST(Cli, a_cuda_case_without_cuda_is_refused_or_skipped_naming_the_cause) {
+  if (recheck::compat::cuda_available()) GTEST_SKIP() << "CUDA works here";
+  const std::string dir = ::testing::TempDir() + "/cuda-case";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(kSeeds + "nested-three-deep.json"));
+  j["device"] = "cuda";
+  const std::string path = dir + "/on-cuda.json";
+  std::ofstream(path) << j.dump();
+  const std::vector<std::string> commands = {"repro " + path, "minimize " + path + " --out " + dir + "/min.json",
+                                             "export-python " + path + " --property grads-bitwise --out " + dir + "/x.py"};
+  for (const std::string& command : commands) {
+    const Result r = run(command);
+    EXPECT_EQ(r.exit_code, 2) << command << ": " << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << command << ": " << r.output;
+    EXPECT_NE(r.output.find(path + ": cannot "), std::string::npos) << command << ": " << r.output;
+    EXPECT_NE(r.output.find("no CUDA device is available"), std::string::npos) << command << ": " << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/min.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/x.py"));
+  const Result replay = run("replay " + path);
+  EXPECT_EQ(replay.exit_code, 0) << replay.output;
+  EXPECT_NE(replay.output.find("skip  " + path), std::string::npos) << replay.output;
+  EXPECT_NE(replay.output.find("(needs a cuda device)"), std::string::npos) << replay.output;
+}
+
+TEST(Cli, replay_reads_only_regular_files_and_takes_limits) {
+  const std::string fifo = ::testing::TempDir() + "/replay-fifo.json";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const Result r = run("replay " + fifo);  // before: blocked in open() for ever
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(fifo + ": not a regular file"), std::string::npos) << r.output;
+  std::filesystem::remove(fifo);
+  const Result limited = run("replay --limits depth=1 " + kSeeds + "nested-three-deep.json");
+  EXPECT_EQ(limited.exit_code, 2) << limited.output;
+  EXPECT_NE(limited.output.find("over the limit depth=1"), std::string::npos) << limited.output;
+  EXPECT_EQ(run("replay --limits depth=3 " + kSeeds + "nested-three-deep.json").exit_code, 0);
+}
+
+TEST(Cli, a_json_case_with_a_byte_order_mark_is_read_as_json_whatever_its_name) {
+  const std::string path = ::testing::TempDir() + "/bom-case";  // no .json: JSON by its first character
+  std::ifstream in(kSeeds + "nested-three-deep.json");
+  std::ofstream(path, std::ios::binary) << "\xEF\xBB\xBF" << in.rdbuf();
+  const Result with_bom = run("show " + path);
+  const Result plain = run("show " + kSeeds + "nested-three-deep.json");
+  EXPECT_EQ(with_bom.exit_code, 0) << with_bom.output;
+  EXPECT_EQ(with_bom.output, plain.output);  // not decoded as a fuzzer's bytes
 }
