@@ -44,6 +44,18 @@ RunFunction layer(std::vector<at::Tensor>* keep = nullptr) {
   };
 }
 
+// A case too large for the machine's memory is skipped, not compared as if its ops had raised:
+// libtorch's CPU allocator reports the failure as a plain error, which recheck names MemoryError.
+TEST_F(CheckpointTest, a_failed_cpu_allocation_is_named_out_of_memory) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer's allocator aborts on a request this size";
+#endif
+  const RaisedError error = error_of([] { (void)at::empty({int64_t{1} << 50}, at::kByte); });  // 1 PiB
+  // MemoryError where libtorch raises a plain error (1.13), OutOfMemoryError if it names it so.
+  EXPECT_TRUE(error.out_of_memory()) << error.type << ": " << error.message;
+  EXPECT_NE(error.message.find("DefaultCPUAllocator"), std::string::npos) << error.message;
+}
+
 TEST_F(CheckpointTest, forward_runs_the_function_once_without_grad_and_returns_its_outputs) {
   int calls = 0;
   bool grad_mode_inside = true;
