@@ -11,6 +11,8 @@
 //   recheck bench    cases/s, op executions/s and the check-to-eager cost ratio, single thread
 // Exit codes: 0 no regression, 1 regression or divergence found, 2 bad usage, bad input, an
 // output that cannot be written, or a device that cannot run the case (one line on stderr).
+#include <sys/prctl.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,9 +77,14 @@ class Args {
  public:
   Args(int argc, char** argv, int first, std::set<std::string> flags, std::set<std::string> options)
       : flags_(std::move(flags)), options_(std::move(options)) {
+    bool options_ended = false;
     for (int i = first; i < argc; ++i) {
       std::string arg = argv[i];
-      if (arg.rfind("--", 0) != 0 || arg == "--") {
+      if (arg == "--" && !options_ended) {  // what follows is positional, "-x.json" say
+        options_ended = true;
+        continue;
+      }
+      if (options_ended || arg.rfind("--", 0) != 0) {
         positional_.push_back(arg);
         continue;
       }
@@ -89,6 +96,8 @@ class Args {
         name = name.substr(0, eq);
         has_value = true;
       }
+      // Given twice, an option is refused: which of the two did the user mean?
+      if (values_.count(name)) throw UsageError("--" + name + " given twice");
       if (flags_.count(name)) {
         if (has_value) throw UsageError("--" + name + " takes no value");
         values_[name] = "1";
@@ -192,6 +201,9 @@ text starts with '{', is read as JSON; any other is read as fuzzer bytes; --byte
 --limits name=value,...  raises or lowers the limits a case file is held to; the names and
                          defaults: file_bytes=67108864, ops=100000, depth=64,
                          leaf_elements=16777216, leaf_bytes=1073741824, iterations=100
+--no-isolate      check in this process (for a debugger); by default the case is checked in a
+                  child process, so that a case crashing a variant is reported as
+                  runs-to-completion crash (exit code 1), as `recheck run` reports it
 )";
 
 const char* kShowHelp = R"(usage: recheck show CASE [--limits LIST] [--bytes] [--json]
@@ -215,6 +227,9 @@ CASE is a JSON case or a fuzzer input (as for `recheck repro`: --bytes, --device
 --property NAME   the property to keep failing (default: the first that raises an alarm); with
                   it, a pre-existing finding (the oracle fails too) can be minimized as well
 --out FILE        where to write the minimized case (default: CASE's name + .min.json)
+--no-isolate      check in this process (for a debugger). By default the first check runs in a
+                  child process; a case that crashes it (an abort, a segmentation fault in the
+                  variant) is minimized as runs-to-completion crash, each candidate in a child.
 Exit codes: 0 minimized and written; 2 bad input, or the case shows no alarm to minimize.
 )";
 
@@ -233,7 +248,9 @@ Replays corpus cases: every *.json under each folder given, and each file given,
 what each case records under "expect": for each {sut, property, classification} that `property`
 is classified `classification` when `sut` is checked against the oracle. Property "*" with
 classification "no-alarm" means no property raises an alarm. A case without expectations is
-expected to raise no alarm on the correct variant `clearing`. Prints one line per expectation;
+expected to raise no alarm on the correct variant `clearing`. Property "runs-to-completion" with
+classification "crash" (a crash finding of `recheck run`) means the variant crashes the process
+checking the case: that variant is checked in a child process. Prints one line per expectation;
 an expectation this build or machine cannot check (a Python variant without the bridge, a CUDA
 case without CUDA) is printed as skipped. --limits as for show.
 Exit codes: 0 every expectation holds; 1 one does not; 2 a file is not a valid case.
@@ -241,23 +258,44 @@ Exit codes: 0 every expectation holds; 1 one does not; 2 a file is not a valid c
 
 std::atomic<bool> g_interrupted{false};
 
+// Standard output, when `--json -` gives it to the report (std::cout then writes to stderr).
+std::unique_ptr<std::ostream> g_report_stream;
+
 // The worker process of `recheck run`, while one runs: an interrupt is passed on to it.
 volatile sig_atomic_t g_worker_pid = 0;
 
-// Ctrl-C ends the loop in progress after the current case; the summary so far is printed.
+// Ctrl-C (or SIGTERM, which SLURM sends at a job's time limit) ends the loop in progress after
+// the current case; the summary so far is printed. A worker still in its case 0.4 s later is
+// killed (a case of 40 ops nested 8 deep can take a minute), and so is one at a second Ctrl-C:
+// the case in progress is then left out, neither counted nor reported.
 void stop_on_interrupt() {
-  std::signal(SIGINT, [](int) {
-    g_interrupted = true;
-    if (g_worker_pid > 0) kill(static_cast<pid_t>(g_worker_pid), SIGINT);
+  auto interrupt = [](int) {
+    const bool again = g_interrupted.exchange(true);
+    if (g_worker_pid <= 0) return;
+    if (again) {
+      kill(static_cast<pid_t>(g_worker_pid), SIGKILL);
+    } else {
+      kill(static_cast<pid_t>(g_worker_pid), SIGINT);
+      // A plain system call (Linux): safe in a signal handler.
+      const itimerval grace{{0, 0}, {0, 400000}};
+      setitimer(ITIMER_REAL, &grace, nullptr);
+    }
+  };
+  std::signal(SIGINT, interrupt);
+  std::signal(SIGTERM, interrupt);
+  std::signal(SIGALRM, [](int) {
+    if (g_worker_pid > 0) kill(static_cast<pid_t>(g_worker_pid), SIGKILL);
   });
 }
 
 
+// Text that is not UTF-8 (a file name's bytes in a note or a path) is written with U+FFFD in
+// its place: nlohmann::json would throw at the end of the work, losing the report.
 void write_json_report(const std::string& where, const json& report) {
   if (where == "-") {
-    std::cout << report.dump(2) << "\n";
+    (g_report_stream ? *g_report_stream : std::cout) << report.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
   } else {
-    write_file_atomically(where, report.dump(2) + "\n");
+    write_file_atomically(where, report.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
   }
 }
 
@@ -272,6 +310,12 @@ void check_output_file(const std::string& path, const std::string& option) {
   const fs::path folder = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   if (!fs::is_directory(folder, error)) {
     throw UsageError(option + ": " + path + ": no folder " + folder.string() + " to write it in");
+  }
+  if (fs::path(path).filename().string().size() > 255) {
+    throw UsageError(option + ": " + path + ": the file name is over 255 bytes");
+  }
+  if (access(folder.c_str(), W_OK) != 0) {
+    throw UsageError(option + ": " + path + ": cannot write in " + folder.string() + ": " + std::strerror(errno));
   }
 }
 
@@ -292,7 +336,13 @@ void check_output_folder(const std::string& dir, const std::string& option) {
   for (fs::path p = fs::absolute(dir, error); !p.empty(); p = p.parent_path()) {
     if (fs::exists(p, error)) {
       if (!fs::is_directory(p, error)) throw UsageError(option + ": " + dir + ": " + p.string() + " is not a folder");
+      if (access(p.c_str(), W_OK) != 0) {
+        throw UsageError(option + ": " + dir + ": cannot write in " + p.string() + ": " + std::strerror(errno));
+      }
       return;
+    }
+    if (fs::is_symlink(fs::symlink_status(p, error))) {
+      throw UsageError(option + ": " + dir + ": " + p.string() + " is a link to nothing (or a loop)");
     }
     if (p == p.parent_path()) return;
   }
@@ -352,7 +402,7 @@ std::string result_line(int64_t index, const CaseResult& result) {
                                {"sut", verdict_to_json(r.sut)}});
   }
   return json{{"case", index}, {"op_executions", result.op_executions}, {"skipped", result.skipped},
-              {"results", properties_json}}.dump();
+              {"results", properties_json}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 CaseResult result_from_line(const json& j) {
@@ -394,9 +444,13 @@ WorkerOutcome run_worker(int64_t first, const Prepare& prepare, const ShouldStop
   if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   std::cout.flush();
   std::cerr.flush();
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
+    // The worker ends with its parent, even one killed outright (no orphan left computing).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) std::_Exit(1);
     close(fds[0]);
     FILE* out = fdopen(fds[1], "w");
     int code = 0;
@@ -411,9 +465,9 @@ WorkerOutcome run_worker(int64_t first, const Prepare& prepare, const ShouldStop
       }
       std::fprintf(out, "done\n");
     } catch (const std::exception& error) {
+      // The parent reports it (one line), with what it knows of the worker's end.
       std::string text = error.what();
       std::replace(text.begin(), text.end(), '\n', ' ');
-      std::fprintf(stderr, "recheck run worker: %s\n", text.c_str());
       std::fprintf(out, "error %s\n", text.c_str());
       code = 3;
     }
@@ -452,6 +506,35 @@ WorkerOutcome run_worker(int64_t first, const Prepare& prepare, const ShouldStop
   outcome.status = describe_status(status);
   if (!outcome.finished) outcome.crashed_case = in_progress;
   return outcome;
+}
+
+// What checking one case in a process of its own gave: the result, or how the process died.
+struct IsolatedCheck {
+  std::optional<CaseResult> result;
+  std::string crash;  // "the check process was killed by signal 6 (Aborted)" when it died
+};
+
+// The property name and classification a crash is reported and recorded under (no property
+// of the suite: the process checking the case died).
+constexpr const char* kCrashProperty = "runs-to-completion";
+constexpr const char* kCrash = "crash";
+
+// Checks `c` in a forked process, as `run` does, so that an abort or a segmentation fault inside
+// a variant is reported, not suffered: `repro` and `minimize` of a crash finding replay the
+// crash. The device check runs in that process too (CUDA cannot start in a child forked after
+// it started in its parent). Throws CaseError when the case cannot run there.
+IsolatedCheck check_isolated(const Case& c, const std::string& file, CheckpointImplementation& oracle,
+                             CheckpointImplementation& sut) {
+  IsolatedCheck outcome_of_check;
+  const WorkerOutcome outcome = run_worker(
+      0, [&] { check_can_run(c, file, oracle, sut); }, [](int64_t index) { return index >= 1; },
+      [&](int64_t) { return check_case(c, oracle, sut); },
+      [&](int64_t, const CaseResult& result) { outcome_of_check.result = result; });
+  if (outcome.finished) return outcome_of_check;
+  if (!outcome.error.empty()) throw CaseError(outcome.error);
+  if (!outcome.crashed_case) throw CaseError(file + ": the check process " + outcome.status + " before the case");
+  outcome_of_check.crash = "the check process " + outcome.status;
+  return outcome_of_check;
 }
 
 int command_run(const Args& args) {
@@ -517,11 +600,14 @@ int command_run(const Args& args) {
     if (alarm || written_per_kind[kind] < kPreExistingFilesPerProperty) {
       ++written_per_kind[kind];
       make_output_folder(out_dir);
-      const std::string file =
-          out_dir + "/case-" + std::to_string(index) + "-" + property + "-" + classification + ".json";
+      // Named by the run's seed too: runs with other seeds into the same folder keep their files.
+      const std::string file = out_dir + "/seed-" + std::to_string(seed) + "-case-" + std::to_string(index) + "-" +
+                               property + "-" + classification + ".json";
       Case annotated = draw_case(gen, draw_seed);
       annotated.note = classification + " " + property + " (sut " + sut->name() + ", oracle " + oracle->name() +
                        "): sut: " + sut_text + " | oracle: " + oracle_text;
+      // What `recheck replay` checks: the finding still shows (a crash in a process of its own).
+      annotated.expect = {Expectation{sut->name(), property, classification}};
       save_case_file(annotated, file);
       finding["file"] = file;
       if (alarm) {
@@ -581,7 +667,7 @@ int command_run(const Args& args) {
     // This process runs no torch op itself, so forking it is safe.
     for (int64_t next = 0; !should_stop(next);) {
       const WorkerOutcome outcome = run_worker(next, prepare, should_stop, check, handle);
-      if (outcome.finished) break;
+      if (outcome.finished || g_interrupted) break;  // interrupted: the case in progress is left out
       if (!outcome.crashed_case) {
         worker_failed = std::string(outcome.started ? "the worker stopped between cases" : "the worker could not start") +
                         " (" + outcome.status + ")" + (outcome.error.empty() ? "" : ": " + outcome.error);
@@ -687,11 +773,34 @@ int command_repro(const Args& args) {
   const Case c = load_positional_case(args, "repro");
   const auto sut = make_variant(args.get("sut", "clearing"));
   const auto oracle = make_variant(args.get("oracle", "nonclearing"));
-  check_can_run(c, args.positional()[0], *oracle, *sut);
+  const std::string& file = args.positional()[0];
+  // Checked before anything is printed, so that a case that cannot run here is one line.
+  std::optional<IsolatedCheck> isolated;
+  if (args.flag("no-isolate")) {
+    check_can_run(c, file, *oracle, *sut);
+  } else {
+    isolated = check_isolated(c, file, *oracle, *sut);
+  }
   std::cout << show(c);
   if (!c.note.empty()) std::cout << "note: " << c.note << "\n";
   std::cout << "\nsut " << sut->name() << ", oracle " << oracle->name() << ":\n";
-  const CaseResult result = check_case(c, *oracle, *sut);
+  CaseResult result;
+  if (!isolated) {
+    result = check_case(c, *oracle, *sut);
+  } else {
+    if (!isolated->result) {
+      std::cout << std::left << std::setw(21) << kCrashProperty << kCrash << ": " << isolated->crash << "\n";
+      if (args.has("json")) {
+        write_json_report(args.get("json", "-"),
+                          {{"tool", "recheck"}, {"command", "repro"}, {"case", file}, {"sut", sut->name()},
+                           {"oracle", oracle->name()}, {"skipped", nullptr},
+                           {"properties", json::array({{{"property", kCrashProperty}, {"classification", kCrash},
+                                                        {"sut", isolated->crash}, {"oracle", ""}}})}});
+      }
+      return 1;
+    }
+    result = std::move(*isolated->result);
+  }
   std::cout << describe_results(result.results);
   // Too large for the memory here: no verdict, said so (exit 0, as `run` counts it skipped).
   if (!result.skipped.empty()) std::cout << "skipped: " << result.skipped << "\n";
@@ -721,7 +830,7 @@ int command_show(const Args& args) {
   }
   const Case c = load_positional_case(args, "show");
   if (args.flag("json")) {
-    std::cout << to_json(c).dump(2) << "\n";
+    std::cout << to_json(c).dump(2, ' ', false, json::error_handler_t::replace) << "\n";
   } else {
     std::cout << show(c);
   }
@@ -799,36 +908,51 @@ int command_minimize(const Args& args) {
   const auto oracle = make_variant(args.get("oracle", "nonclearing"));
   const std::string out = args.get("out", args.positional()[0] + ".min.json");
   check_output_file(out, args.has("out") ? "--out" : "the default --out");
-  check_can_run(original, args.positional()[0], *oracle, *sut);
+  const std::string& file = args.positional()[0];
   const std::string property = args.get("property", "");
-  if (!property.empty() && find_property(property) == nullptr) throw UsageError("--property: no property named '" + property + "'");
+  if (!property.empty() && property != kCrashProperty && find_property(property) == nullptr) {
+    throw UsageError("--property: no property named '" + property + "'");
+  }
   const auto start = Clock::now();
-  const CaseResult first = check_case(original, *oracle, *sut);
-  const std::optional<FailureSignature> signature = find_alarm(first, property);
-  if (!signature) {
-    std::cerr << "recheck minimize: " << args.positional()[0] << " shows no "
+  // The first check in a process of its own (unless --no-isolate): a case that crashes the
+  // variant is minimized as a crash, each candidate checked in a process of its own too.
+  std::optional<CaseResult> first;
+  if (args.flag("no-isolate")) {
+    check_can_run(original, file, *oracle, *sut);
+    first = check_case(original, *oracle, *sut);
+  } else {
+    first = check_isolated(original, file, *oracle, *sut).result;
+    if (first) check_can_run(original, file, *oracle, *sut);
+  }
+  const bool crash = !first && (property.empty() || property == kCrashProperty);
+  const std::optional<FailureSignature> signature = first ? find_alarm(*first, property) : std::nullopt;
+  if (!crash && !signature) {
+    std::cerr << "recheck minimize: " << file << (first ? " shows no " : " crashes the check process, and shows no ")
               << (property.empty() ? "alarm" : "alarm in " + property) << " on " << sut->name() << " against "
               << oracle->name() << ": nothing to minimize\n";
     return 2;
   }
-  std::cout << "minimizing: " << sut->name() << " " << signature->property << " " << to_string(signature->classification)
-            << "\n";
+  const std::string shown_property = crash ? kCrashProperty : signature->property;
+  const std::string shown_classification = crash ? kCrash : to_string(signature->classification);
+  std::cout << "minimizing: " << sut->name() << " " << shown_property << " " << shown_classification << "\n";
   ReduceStats reduce_stats;
   Case smallest = reduce_case(original, [&](const Case& candidate) {
+    if (crash) return !check_isolated(candidate, file, *oracle, *sut).result;
     return shows(check_case(candidate, *oracle, *sut), *signature);
   }, &reduce_stats);
   const CaseStats before = stats(original);
   const CaseStats after = stats(smallest);
-  smallest.note = sut->name() + ": " + signature->property + " " + to_string(signature->classification) +
-                  " against " + oracle->name() + " (minimized by recheck minimize from " +
-                  std::filesystem::path(args.positional()[0]).filename().string() + ", " + std::to_string(before.ops) +
-                  " ops)";
-  smallest.expect = {Expectation{sut->name(), signature->property, to_string(signature->classification)}};
+  smallest.note = sut->name() + ": " + shown_property + " " + shown_classification + " against " + oracle->name() +
+                  " (minimized by recheck minimize from " + std::filesystem::path(file).filename().string() + ", " +
+                  std::to_string(before.ops) + " ops)";
+  smallest.expect = {Expectation{sut->name(), shown_property, shown_classification}};
   // The correct variant's verdict on the same case, recorded too when it raises no alarm, so
   // that a replay also catches a suite that starts crying wolf on it.
   if (sut->name() != "clearing") {
     const auto clearing = make_variant("clearing");
-    if (!check_case(smallest, *oracle, *clearing).has_alarm()) smallest.expect.push_back(Expectation{"clearing", "*", "no-alarm"});
+    const std::optional<CaseResult> correct =
+        crash ? check_isolated(smallest, file, *oracle, *clearing).result : check_case(smallest, *oracle, *clearing);
+    if (correct && !correct->has_alarm()) smallest.expect.push_back(Expectation{"clearing", "*", "no-alarm"});
   }
   save_case_file(smallest, out);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -893,9 +1017,13 @@ std::vector<std::string> corpus_files(const std::vector<std::string>& paths) {
     std::error_code error;
     if (std::filesystem::is_directory(path, error)) {
       std::vector<std::string> found;
-      for (const auto& entry : std::filesystem::recursive_directory_iterator(path)) {
-        if (entry.is_regular_file() && entry.path().extension() == ".json") found.push_back(entry.path().string());
+      // A link loop or an entry that cannot be read is left out, not an error for the folder.
+      for (auto it = std::filesystem::recursive_directory_iterator(path, error);
+           !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error)) {
+        std::error_code status_error;
+        if (it->is_regular_file(status_error) && it->path().extension() == ".json") found.push_back(it->path().string());
       }
+      if (error) throw UsageError(path + ": cannot read the folder: " + error.message());
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
     } else if (std::filesystem::exists(path, error)) {
@@ -931,7 +1059,11 @@ int command_replay(const Args& args) {
     for (std::size_t i = 0; i < expectations.size(); ++i) {
       const Expectation& e = expectations[i];
       const std::string field = file + ": case.expect[" + std::to_string(i) + "]";
-      if (e.property != "*" && find_property(e.property) == nullptr) {
+      if (e.property == kCrashProperty) {
+        if (e.classification != kCrash) {
+          throw CaseError(field + ": property \"" + kCrashProperty + "\" goes with classification \"crash\", and only with it");
+        }
+      } else if (e.property != "*" && find_property(e.property) == nullptr) {
         throw CaseError(field + ".property: no property named '" + e.property + "'");
       }
       if ((e.property == "*") != (e.classification == "no-alarm")) {
@@ -947,7 +1079,8 @@ int command_replay(const Args& args) {
         }
       }
     }
-    std::map<std::string, CaseResult> results;
+    // A variant the case records crashing is checked in a process of its own, as `run` did.
+    std::map<std::string, IsolatedCheck> results;
     for (const Expectation& e : expectations) {
       if (!suts.at(e.sut) || no_device) {
         ++skipped;
@@ -955,10 +1088,22 @@ int command_replay(const Args& args) {
                   << (no_device ? " (needs a " + c.device + " device)\n" : " (needs the Python bridge: see build-py, ci/python)\n");
         continue;
       }
-      if (!results.count(e.sut)) results.emplace(e.sut, check_case(c, *oracle, *suts[e.sut]));
-      const CaseResult& result = results.at(e.sut);
+      if (!results.count(e.sut)) {
+        const bool crashes = std::any_of(expectations.begin(), expectations.end(), [&](const Expectation& x) {
+          return x.sut == e.sut && x.property == kCrashProperty;
+        });
+        results.emplace(e.sut, crashes ? check_isolated(c, file, *oracle, *suts[e.sut])
+                                       : IsolatedCheck{check_case(c, *oracle, *suts[e.sut]), ""});
+      }
+      const IsolatedCheck& isolated = results.at(e.sut);
+      static const CaseResult kNone;
+      const CaseResult& result = isolated.result ? *isolated.result : kNone;
       std::string got;
-      if (!result.skipped.empty()) {
+      if (!isolated.result) {
+        got = kCrash;
+      } else if (e.property == kCrashProperty) {
+        got = "no crash";
+      } else if (!result.skipped.empty()) {
         got = "skipped (" + result.skipped + ")";
       } else if (e.property == "*") {
         const auto alarm = find_alarm(result);
@@ -976,6 +1121,7 @@ int command_replay(const Args& args) {
                        {"got", got}, {"ok", ok}});
     }
   }
+  if (held + failed + skipped == 0) throw UsageError("no case file (*.json) under the paths given");
   std::cout << held << " expectations hold, " << failed << " do not"
             << (skipped > 0 ? ", " + std::to_string(skipped) + " skipped (they need the Python bridge or a device)" : "")
             << "\n";
@@ -1366,17 +1512,51 @@ int command_bench(const Args& args) {
 
 }  // namespace
 
+int run_command(const std::string& command, int argc, char** argv);
+
 int main(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" || std::string(argv[1]) == "help") {
+  if (argc < 2) {
+    std::cerr << kMainHelp;
+    return 2;
+  }
+  if (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" || std::string(argv[1]) == "help") {
     std::cout << kMainHelp;
-    return argc < 2 ? 2 : 0;
+    return 0;
   }
   const std::string command = argv[1];
+  // Standard output closed or full: the failure is reported at the end, not by a signal.
+  std::signal(SIGPIPE, SIG_IGN);
   skip_libtorch_backtraces();
   use_deterministic_algorithms();
 #ifdef RECHECK_WITH_PYTHON
   python::register_bridge();
 #endif
+  // `--json -` gives standard output to the JSON report alone: what the command prints for
+  // people goes to standard error instead, so that the report parses.
+  std::streambuf* const stdout_buffer = std::cout.rdbuf();
+  for (int i = 2; command != "show" && i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg == "--json=-" || (arg == "--json" && i + 1 < argc && std::string(argv[i + 1]) == "-")) {
+      g_report_stream = std::make_unique<std::ostream>(stdout_buffer);
+      std::cout.rdbuf(std::cerr.rdbuf());
+      break;
+    }
+  }
+  const int code = run_command(command, argc, argv);
+  std::cout.rdbuf(stdout_buffer);
+  if (g_report_stream) g_report_stream->flush();
+  // A write to standard output that failed (a full disk, a closed stream) is an error, not a
+  // quiet exit 0 with the output lost.
+  std::cout.flush();
+  if (!std::cout || (g_report_stream && !*g_report_stream) || std::fflush(stdout) != 0) {
+    std::cerr << "recheck " << command << ": cannot write to standard output\n";
+    return 2;
+  }
+  return code;
+}
+
+int run_command(const std::string& command, int argc, char** argv) {
   try {
     if (command == "run") {
       return command_run(Args(argc, argv, 2, {"help", "quiet", "no-isolate"},
@@ -1384,7 +1564,8 @@ int main(int argc, char** argv) {
                                "threads", "cpu-memory-budget"}));
     }
     if (command == "repro") {
-      return command_repro(Args(argc, argv, 2, {"help", "bytes"}, {"sut", "oracle", "json", "limits", "device"}));
+      return command_repro(
+          Args(argc, argv, 2, {"help", "bytes", "no-isolate"}, {"sut", "oracle", "json", "limits", "device"}));
     }
     if (command == "show") return command_show(Args(argc, argv, 2, {"help", "bytes", "json"}, {"limits", "device"}));
     if (command == "export-python") {
@@ -1392,7 +1573,7 @@ int main(int argc, char** argv) {
           Args(argc, argv, 2, {"help", "bytes"}, {"checkpoint", "property", "out", "limits", "device"}));
     }
     if (command == "minimize") {
-      return command_minimize(Args(argc, argv, 2, {"help", "bytes"},
+      return command_minimize(Args(argc, argv, 2, {"help", "bytes", "no-isolate"},
                                    {"sut", "oracle", "property", "out", "limits", "device"}));
     }
     if (command == "fuzz-seeds") return command_fuzz_seeds(Args(argc, argv, 2, {"help"}, {"seed", "tries"}));
@@ -1411,7 +1592,7 @@ int main(int argc, char** argv) {
       stop_on_interrupt();
       return command_bench(Args(argc, argv, 2, {"help"}, {"cases", "seed", "json"}));
     }
-    std::cerr << "recheck: unknown command '" << command << "'\n\n" << kMainHelp;
+    std::cerr << "recheck: unknown command '" << command << "' (see recheck --help)\n";
     return 2;
   } catch (const UsageError& error) {
     std::cerr << "recheck " << command << ": " << error.what() << " (see recheck " << command << " --help)\n";

@@ -66,7 +66,7 @@ class Reader {
   Reader(const json& node, std::string path) : node_(node), path_(std::move(path)) {}
 
   [[noreturn]] void fail(const std::string& expected) const {
-    std::string found = node_.is_null() ? "null" : node_.dump();
+    std::string found = node_.is_null() ? "null" : node_.dump(-1, ' ', false, json::error_handler_t::replace);
     if (found.size() > 60) found = found.substr(0, 57) + "...";
     throw CaseError(path_ + ": expected " + expected + ", found " + found);
   }
@@ -943,7 +943,8 @@ void write_file_atomically(const std::string& path, const std::string& contents)
 }
 
 void save_case_file(const Case& c, const std::string& path) {
-  write_file_atomically(path, to_json(c).dump(2) + "\n");
+  // A note that is not UTF-8 (a file name's bytes) is written with U+FFFD in its place.
+  write_file_atomically(path, to_json(c).dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace recheck

@@ -386,6 +386,27 @@ std::string py_string(const std::string& s) {
   return out + "\"";
 }
 
+// Text for the script's docstring: a case's note and `str` arguments are the case author's, and
+// must not end the docstring (a note holding three quotes and code ran that code) or make the
+// script invalid (a backslash escape, bytes that are not UTF-8). Quotes, backslashes, control
+// characters and bytes over 0x7f are escaped; newlines stay.
+std::string py_docstring_text(const std::string& s) {
+  std::string out;
+  for (unsigned char ch : s) {
+    if (ch == '\\' || ch == '"') {
+      out += '\\';
+      out += static_cast<char>(ch);
+    } else if ((ch < 0x20 && ch != '\n') || ch >= 0x7f) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\x%02x", ch);
+      out += buffer;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+
 std::string py_float(double x) {
   if (std::isnan(x)) return "float(\"nan\")";
   if (std::isinf(x)) return x > 0 ? "float(\"inf\")" : "float(\"-inf\")";
@@ -534,12 +555,17 @@ std::string export_python(const Case& c, const ExportOptions& options) {
   }
   std::string names;
   for (const char* p : kProperties) names += (names.empty() ? "" : ", ") + std::string(p);
-  bool known = !options.property.empty();
-  std::istringstream wanted(options.property);
-  for (std::string name; std::getline(wanted, name, ',');) {
+  // Every comma-separated name known, an empty one too ("grads-bitwise," is refused: the
+  // script's own split would keep the empty name and refuse it only when run).
+  bool known = true;
+  for (std::size_t begin = 0;;) {
+    const std::size_t comma = options.property.find(',', begin);
+    const std::string name = options.property.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
     bool found = false;
     for (const char* p : kProperties) found = found || name == p;
     known = known && found;
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
   }
   if (!known) {
     throw std::invalid_argument("--property: expected one of " + names + " (memory-floor needs recheck itself), got '" +
@@ -556,14 +582,14 @@ std::string export_python(const Case& c, const ExportOptions& options) {
 
   std::ostringstream out;
   out << "#!/usr/bin/env python3\n\"\"\"A recheck case as a standalone script (written by recheck export-python).\n\n";
-  if (!c.note.empty()) out << c.note << "\n\n";
+  if (!c.note.empty()) out << py_docstring_text(c.note) << "\n\n";
   out << "It rebuilds the case with torch ops, runs it eagerly and through a checkpoint function, and\n"
          "asserts a property: an AssertionError with the evidence means the property fails.\n\n"
          "    python3 THIS_SCRIPT [--checkpoint megatron|megatron-clearing|torch] [--property NAME]\n\n"
          "megatron needs megatron-core; on CPU, Megatron's CUDA RNG calls go to a stand-in generator.\n\n"
          "The case, as `recheck show` prints it:\n\n";
   std::istringstream listing(show(c));
-  for (std::string line; std::getline(listing, line);) out << "    " << line << "\n";
+  for (std::string line; std::getline(listing, line);) out << "    " << py_docstring_text(line) << "\n";
   out << "\"\"\"\n\n";
   out << "DEVICE = " << py_string(c.device) << "\n";
   out << "CHECKPOINT = " << py_string(options.checkpoint) << "\n";

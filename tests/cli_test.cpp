@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <algorithm>
@@ -146,6 +147,25 @@ TEST(Cli, ctrl_c_stops_a_run_with_the_summary_so_far_and_a_complete_report) {
   EXPECT_LT(report.at("seconds").get<double>(), 60.0) << "the run did not stop at the interrupt";
 }
 
+TEST(Cli, ctrl_c_or_sigterm_stops_a_run_inside_a_slow_case) {
+  // Draw seed 3 with 40 ops nested 8 deep takes over 25 s (2 cores, 2026-11-30); the worker used
+  // to finish it before stopping. Now it is killed 0.4 s after the signal, and the run reports.
+  for (const char* signal : {"INT", "TERM"}) {
+    const std::string json_path = ::testing::TempDir() + "/slow-interrupted.json";
+    std::remove(json_path.c_str());
+    const auto start = std::chrono::steady_clock::now();
+    const Result r = run_shell("timeout --preserve-status -s " + std::string(signal) + " 8 " + std::string(RECHECK_BINARY) +
+                               " run --seed 3 --cases 5 --max-ops 40 --max-depth 8 --quiet --out " +
+                               ::testing::TempDir() + "/slow-interrupted --json " + json_path);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(r.exit_code, 0) << signal << ": " << r.output;
+    EXPECT_LT(seconds, 20.0) << signal << ": the run waited for the case in progress";
+    const nlohmann::json report = nlohmann::json::parse(std::ifstream(json_path));
+    EXPECT_TRUE(report.at("interrupted").get<bool>()) << signal;
+    EXPECT_EQ(report.at("crashes"), 0) << signal << ": the killed case is not a crash";
+  }
+}
+
 TEST(Cli, a_case_that_crashes_the_variant_is_a_finding_and_the_run_goes_on) {
   const std::string out = ::testing::TempDir() + "/crashes";
   std::filesystem::remove_all(out);
@@ -157,8 +177,30 @@ TEST(Cli, a_case_that_crashes_the_variant_is_a_finding_and_the_run_goes_on) {
   EXPECT_NE(r.output.find("the worker process was killed by signal 6"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("crashes: 3 cases crashed the worker process"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("recheck run: 3 cases"), std::string::npos) << "the other cases were checked: " << r.output;
-  const recheck::Case saved = recheck::load_case_file(out + "/case-5-runs-to-completion-crash.json");
+  const std::string finding = out + "/seed-1-case-5-runs-to-completion-crash.json";
+  const recheck::Case saved = recheck::load_case_file(finding);
   EXPECT_EQ(saved.seed, recheck::draw_case(recheck::GenOptions{}, 6).seed);
+
+  // The printed replay line replays the crash instead of crashing recheck (it aborted, exit 134).
+  const Result repro = run("repro " + finding + " --sut aborts");
+  EXPECT_EQ(repro.exit_code, 1) << repro.output;
+  EXPECT_NE(repro.output.find("runs-to-completion   crash: the check process was killed by signal 6"), std::string::npos)
+      << repro.output;
+  // Each finding records what it shows, so replaying the folder checks that every one still does.
+  const Result replay = run("replay " + out);
+  EXPECT_EQ(replay.exit_code, 0) << replay.output;
+  EXPECT_NE(replay.output.find("3 expectations hold, 0 do not"), std::string::npos) << replay.output;
+  EXPECT_NE(replay.output.find("ok    " + finding + "  aborts runs-to-completion crash"), std::string::npos) << replay.output;
+  const Result replay_fixed = run("replay " + finding + " --oracle nonclearing");
+  EXPECT_EQ(replay_fixed.exit_code, 0) << replay_fixed.output;
+  // A crash minimizes, each candidate checked in a process of its own.
+  const Result minimized = run("minimize " + finding + " --sut aborts --out " + out + "/min.json");
+  EXPECT_EQ(minimized.exit_code, 0) << minimized.output;
+  EXPECT_NE(minimized.output.find("minimizing: aborts runs-to-completion crash"), std::string::npos) << minimized.output;
+  const recheck::Case smallest = recheck::load_case_file(out + "/min.json");
+  EXPECT_LT(recheck::stats(smallest).ops, recheck::stats(saved).ops);
+  EXPECT_EQ(smallest.expect.at(0), (recheck::Expectation{"aborts", "runs-to-completion", "crash"}));
+  EXPECT_EQ(run("replay " + out + "/min.json").exit_code, 0);
 }
 
 // A process that cannot use the device fails every case the same way, for no fault of the
@@ -375,4 +417,69 @@ TEST(Cli, a_json_case_with_a_byte_order_mark_is_read_as_json_whatever_its_name) 
   const Result plain = run("show " + kSeeds + "nested-three-deep.json");
   EXPECT_EQ(with_bom.exit_code, 0) << with_bom.output;
   EXPECT_EQ(with_bom.output, plain.output);  // not decoded as a fuzzer's bytes
+}
+
+TEST(Cli, standard_output_is_the_report_with_json_dash_and_a_failed_write_to_it_is_an_error) {
+  const std::string c = kSeeds + "nested-three-deep.json";
+  const Result both = run_shell("{ " + std::string(RECHECK_BINARY) + " repro " + c + " --json - 2>/dev/null; }");
+  EXPECT_EQ(both.exit_code, 0) << both.output;
+  const nlohmann::json report = nlohmann::json::parse(both.output);  // the report alone, or this throws
+  EXPECT_EQ(report.at("command"), "repro");
+  const Result full = run_shell("{ " + std::string(RECHECK_BINARY) + " show " + c + " > /dev/full; }");
+  EXPECT_EQ(full.exit_code, 2) << full.output;
+  EXPECT_NE(full.output.find("recheck show: cannot write to standard output"), std::string::npos) << full.output;
+}
+
+TEST(Cli, usage_mistakes_are_one_line) {
+  const std::string c = kSeeds + "nested-three-deep.json";
+  const std::vector<std::pair<std::string, std::string>> commands = {
+      {"frobnicate", "unknown command 'frobnicate'"},
+      {"show " + c + " --limits depth=3 --limits depth=4", "--limits given twice"},
+      {"run --seed 1 --seed 2 --cases 1", "--seed given twice"},
+      {"export-python " + c + " --property grads-bitwise,", "got 'grads-bitwise,'"},
+      {"replay " + kSeeds + "../../ci", "no case file (*.json) under the paths given"},
+      {"run --cases 1 --json " + ::testing::TempDir() + "/" + std::string(260, 'j'), "the file name is over 255 bytes"},
+  };
+  for (const auto& [command, says] : commands) {
+    const Result r = run(command);
+    EXPECT_EQ(r.exit_code, 2) << command << ": " << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << command << ": " << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << command << ": " << r.output;
+  }
+  // After "--", a name starting with a dash is a file.
+  const std::string dashed = ::testing::TempDir() + "/-dashed.json";
+  std::filesystem::copy_file(c, dashed, std::filesystem::copy_options::overwrite_existing);
+  const Result r = run_shell("cd " + ::testing::TempDir() + " && " + RECHECK_BINARY + " show -- -dashed.json 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("case: seed 17"), std::string::npos) << r.output;
+}
+
+TEST(Cli, a_file_name_that_is_not_utf8_does_not_lose_the_report) {
+  // The name goes into the report and the note: JSON text must be UTF-8, and the library threw
+  // at the end of the work.
+  const std::string dir = ::testing::TempDir() + "/utf8";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string name = dir + "/bad\xff" + "name";
+  std::ofstream(name, std::ios::binary) << std::string("\x07\x10\x20\x30\x40\x50\x60\x70\x80\x90\xa0\xb0", 12);
+  const Result r = run("show --json '" + name + "' > " + dir + "/shown.json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json shown = nlohmann::json::parse(std::ifstream(dir + "/shown.json"));
+  EXPECT_NE(shown.at("note").get<std::string>().find("bad\xEF\xBF\xBDname"), std::string::npos) << shown.dump();
+  const Result report = run("repro '" + name + "' --json " + dir + "/report.json");
+  EXPECT_NE(report.exit_code, 2) << report.output;
+  EXPECT_NO_THROW(nlohmann::json::parse(std::ifstream(dir + "/report.json")));
+}
+
+TEST(Cli, export_python_keeps_the_case_note_inside_the_docstring) {
+  // A note ending the docstring ran its own code when the script ran.
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(kSeeds + "nested-three-deep.json"));
+  j["note"] = "\"\"\" + __import__(\"os\").system(\"touch pwned\") + \"\"\" C:\\xfiles";
+  const std::string path = ::testing::TempDir() + "/injected.json";
+  std::ofstream(path) << j.dump();
+  const Result r = run("export-python " + path + " --property grads-bitwise");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("\"\"\" + __import__"), std::string::npos) << r.output.substr(0, 400);
+  EXPECT_NE(r.output.find("\\\"\\\"\\\" + __import__(\\\"os\\\")"), std::string::npos) << r.output.substr(0, 400);
+  EXPECT_NE(r.output.find("C:\\\\xfiles"), std::string::npos) << r.output.substr(0, 400);
 }
