@@ -10,7 +10,8 @@
 //   recheck memory   the PR's memory measurement, reproduced on a synthetic residual-stream model
 //   recheck bench    cases/s, op executions/s and the check-to-eager cost ratio, single thread
 // Exit codes: 0 no regression, 1 regression or divergence found, 2 bad usage, bad input, an
-// output that cannot be written, or a device that cannot run the case (one line on stderr).
+// output that cannot be written, or a device that cannot run the case (one line on stderr),
+// 128 + the signal (130, 143) when Ctrl-C or SIGTERM cut a command short and it found nothing.
 #include <sys/prctl.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -186,6 +187,11 @@ options:
   --no-isolate      check cases in this process (for a debugger); by default they run in a
                     worker process, and a case that crashes it (abort, segmentation fault) is
                     reported as a `crash` finding with its case saved, and the run goes on
+
+Ctrl-C or SIGTERM stops the run within a second: the summary so far, a complete --json report
+marked interrupted. Exit codes: 0 nothing found; 1 a regression, divergence or crash; 2 bad
+usage, or the cases cannot run (the device, a variant); 130 (143 for SIGTERM) interrupted with
+nothing found, so that a cancelled CI job does not read green.
 )";
 
 const char* kReproHelp = R"(usage: recheck repro CASE [--sut NAME] [--oracle NAME] [--json FILE] [--limits LIST] [--bytes]
@@ -227,10 +233,13 @@ CASE is a JSON case or a fuzzer input (as for `recheck repro`: --bytes, --device
 --property NAME   the property to keep failing (default: the first that raises an alarm); with
                   it, a pre-existing finding (the oracle fails too) can be minimized as well
 --out FILE        where to write the minimized case (default: CASE's name + .min.json)
---no-isolate      check in this process (for a debugger). By default the first check runs in a
-                  child process; a case that crashes it (an abort, a segmentation fault in the
-                  variant) is minimized as runs-to-completion crash, each candidate in a child.
-Exit codes: 0 minimized and written; 2 bad input, or the case shows no alarm to minimize.
+--no-isolate      check in this process (for a debugger). By default every check runs in a
+                  worker process: a case that crashes it (an abort, a segmentation fault in the
+                  variant) is minimized as runs-to-completion crash, and a candidate that crashes
+                  it while another alarm is minimized is a candidate that does not show it.
+Ctrl-C (or SIGTERM) stops at the candidate in progress and writes the smallest case so far.
+Exit codes: 0 minimized and written; 2 bad input, or the case shows no alarm to minimize;
+130 (143 for SIGTERM) interrupted, the smallest case so far written.
 )";
 
 const char* kFuzzSeedsHelp = R"(usage: recheck fuzz-seeds DIR [--seed N] [--tries N]
@@ -257,6 +266,9 @@ Exit codes: 0 every expectation holds; 1 one does not; 2 a file is not a valid c
 )";
 
 std::atomic<bool> g_interrupted{false};
+// The signal that set g_interrupted: a command it cut short exits 128 + that number (130 for
+// Ctrl-C, 143 for SIGTERM) unless it found something (1).
+volatile sig_atomic_t g_interrupt_signal = 0;
 
 // Standard output, when `--json -` gives it to the report (std::cout then writes to stderr).
 std::unique_ptr<std::ostream> g_report_stream;
@@ -269,9 +281,18 @@ volatile sig_atomic_t g_worker_pid = 0;
 // killed (a case of 40 ops nested 8 deep can take a minute), and so is one at a second Ctrl-C:
 // the case in progress is then left out, neither counted nor reported.
 void stop_on_interrupt() {
-  auto interrupt = [](int) {
+  auto interrupt = [](int signal) {
     const bool again = g_interrupted.exchange(true);
-    if (g_worker_pid <= 0) return;
+    if (!again) g_interrupt_signal = signal;
+    if (g_worker_pid <= 0) {
+      // A second one with no worker to kill (--no-isolate) ends recheck at once, as if no
+      // handler were set: signal() and raise() are safe in a handler.
+      if (again) {
+        std::signal(signal, SIG_DFL);
+        std::raise(signal);
+      }
+      return;
+    }
     if (again) {
       kill(static_cast<pid_t>(g_worker_pid), SIGKILL);
     } else {
@@ -356,23 +377,65 @@ void make_output_folder(const std::string& dir) {
 
 // A case on CUDA needs a CUDA device that works in this process (and variants ready for it):
 // refused with the cause, naming the file, before anything runs.
-void check_can_run(const Case& c, const std::string& file, const CheckpointImplementation& oracle,
+void check_can_run(const std::string& device, const std::string& file, const CheckpointImplementation& oracle,
                    const CheckpointImplementation& sut) {
   try {
-    check_ready_to_run(c.device == "cuda", oracle, sut);
+    check_ready_to_run(device == "cuda", oracle, sut);
   } catch (const std::exception& error) {
     throw CaseError(file + ": cannot run this case here: " + first_line(error.what()));
   }
 }
 
-// Empty when `device` is available to this build and machine, else why not.
-std::string device_missing(const std::string& device) {
-  try {
-    rng::check_device_available(device == "cuda" ? rng::Device::cuda : rng::Device::cpu);
-    return "";
-  } catch (const std::exception& error) {
-    return first_line(error.what());
+std::string describe_status(int status) {
+  if (WIFSIGNALED(status)) {
+    const int signal = WTERMSIG(status);
+    return std::string("was killed by signal ") + std::to_string(signal) + " (" + strsignal(signal) + ")";
   }
+  return "exited with status " + std::to_string(WEXITSTATUS(status));
+}
+
+// Empty when `device` is available to this build and machine, else why not. CUDA is asked in a
+// child process, once: CUDA started in this process could not be used by a worker forked after
+// it (replay checks CUDA cases in workers).
+std::string device_missing(const std::string& device) {
+  auto ask = [&] {
+    try {
+      rng::check_device_available(device == "cuda" ? rng::Device::cuda : rng::Device::cpu);
+      return std::string();
+    } catch (const std::exception& error) {
+      return first_line(error.what());
+    }
+  };
+  if (device != "cuda") return ask();
+  static std::optional<std::string> answer;
+  if (answer) return *answer;
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    close(fds[0]);
+    const std::string why = ask();
+    const bool written = write(fds[1], why.data(), why.size()) == static_cast<ssize_t>(why.size());
+    std::_Exit(written ? 0 : 1);
+  }
+  close(fds[1]);
+  std::string why;
+  char buffer[512];
+  for (ssize_t n; (n = read(fds[0], buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    why.append(buffer, static_cast<std::size_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) why = "the process that looked for a CUDA device " + describe_status(status);
+  answer = why;
+  return why;
 }
 
 // ---- the worker process of `recheck run` ----
@@ -417,13 +480,6 @@ CaseResult result_from_line(const json& j) {
   return result;
 }
 
-std::string describe_status(int status) {
-  if (WIFSIGNALED(status)) {
-    const int signal = WTERMSIG(status);
-    return std::string("was killed by signal ") + std::to_string(signal) + " (" + strsignal(signal) + ")";
-  }
-  return "exited with status " + std::to_string(WEXITSTATUS(status));
-}
 
 struct WorkerOutcome {
   bool finished = false;                // the worker stopped by the run's own limits
@@ -519,22 +575,142 @@ struct IsolatedCheck {
 constexpr const char* kCrashProperty = "runs-to-completion";
 constexpr const char* kCrash = "crash";
 
-// Checks `c` in a forked process, as `run` does, so that an abort or a segmentation fault inside
-// a variant is reported, not suffered: `repro` and `minimize` of a crash finding replay the
-// crash. The device check runs in that process too (CUDA cannot start in a child forked after
-// it started in its parent). Throws CaseError when the case cannot run there.
+// A process of its own that checks the cases sent to it, one at a time, as `run`'s worker does:
+// an abort or a segmentation fault inside a variant ends the worker, not recheck, and the next
+// case starts a new one. `minimize` sends it every candidate, so a candidate that crashes costs
+// a worker and not the minimization so far, and Ctrl-C kills a slow candidate 0.4 s on
+// (stop_on_interrupt) instead of waiting for it. The device and variant checks run in it too:
+// this process never starts CUDA, which a child forked after it cannot use.
+class CaseWorker {
+ public:
+  // `device`: the device of the cases it will check (the candidates of one minimization share it).
+  CaseWorker(const std::string& file, const std::string& device, CheckpointImplementation& oracle,
+             CheckpointImplementation& sut, Limits limits)
+      : file_(file), device_(device), oracle_(oracle), sut_(sut), limits_(limits) {}
+  CaseWorker(const CaseWorker&) = delete;
+  CaseWorker& operator=(const CaseWorker&) = delete;
+  ~CaseWorker() { stop(); }
+
+  // The result, or how the worker died checking `c`. Throws CaseError when the case cannot run
+  // here (no CUDA, a variant that cannot start) or the check stopped on an error.
+  IsolatedCheck check(const Case& c) {
+    if (pid_ == 0) start();
+    const std::string line = to_json(c).dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    bool sent = true;
+    for (std::size_t done = 0; done < line.size();) {
+      const ssize_t n = write(to_worker_, line.data() + done, line.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        sent = false;  // the worker is gone (EPIPE: SIGPIPE is ignored); its status says why
+        break;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    char* buffer = nullptr;
+    std::size_t capacity = 0;
+    const ssize_t n = sent ? getline(&buffer, &capacity, from_worker_) : -1;
+    std::string answer = n > 0 ? std::string(buffer, static_cast<std::size_t>(n)) : "";
+    std::free(buffer);
+    IsolatedCheck outcome;
+    if (answer.empty()) {
+      outcome.crash = "the check process " + stop();
+      return outcome;
+    }
+    if (answer.back() == '\n') answer.pop_back();
+    if (answer.rfind("error ", 0) == 0) {
+      stop();
+      throw CaseError(answer.substr(6));
+    }
+    outcome.result = result_from_line(json::parse(answer));
+    return outcome;
+  }
+
+ private:
+  void start() {
+    int to[2];
+    int from[2];
+    if (pipe(to) != 0 || pipe(from) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    std::cout.flush();
+    std::cerr.flush();
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) std::_Exit(1);
+      close(to[1]);
+      close(from[0]);
+      FILE* in = fdopen(to[0], "r");
+      FILE* out = fdopen(from[1], "w");
+      int code = 0;
+      try {
+        check_can_run(device_, file_, oracle_, sut_);
+        std::fprintf(out, "ready\n");
+        std::fflush(out);
+        char* buffer = nullptr;
+        std::size_t capacity = 0;
+        for (ssize_t n; (n = getline(&buffer, &capacity, in)) > 0;) {
+          const Case c = case_from_json(json::parse(std::string(buffer, static_cast<std::size_t>(n))), limits_);
+          std::fprintf(out, "%s\n", result_line(0, check_case(c, oracle_, sut_)).c_str());
+          std::fflush(out);
+        }
+      } catch (const std::exception& error) {
+        std::string text = error.what();
+        std::replace(text.begin(), text.end(), '\n', ' ');
+        std::fprintf(out, "error %s\n", text.c_str());
+        code = 3;
+      }
+      std::fflush(out);
+      std::_Exit(code);
+    }
+    close(to[0]);
+    close(from[1]);
+    pid_ = pid;
+    g_worker_pid = pid;
+    to_worker_ = to[1];
+    from_worker_ = fdopen(from[0], "r");
+    // "ready" once the device and the variants are checked, or why not.
+    char* buffer = nullptr;
+    std::size_t capacity = 0;
+    const ssize_t n = getline(&buffer, &capacity, from_worker_);
+    std::string first = n > 0 ? std::string(buffer, static_cast<std::size_t>(n)) : "";
+    std::free(buffer);
+    if (first == "ready\n") return;
+    const std::string status = stop();
+    if (first.rfind("error ", 0) == 0) throw CaseError(first.substr(6, first.size() - 7));
+    throw CaseError(file_ + ": the check process " + status + " before the case");
+  }
+
+  // Ends the worker (it stops at the end of its input) and says how it ended.
+  std::string stop() {
+    if (pid_ == 0) return "";
+    close(to_worker_);
+    std::fclose(from_worker_);
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    g_worker_pid = 0;
+    pid_ = 0;
+    return describe_status(status);
+  }
+
+  std::string file_;
+  std::string device_;
+  CheckpointImplementation& oracle_;
+  CheckpointImplementation& sut_;
+  Limits limits_;
+  pid_t pid_ = 0;
+  int to_worker_ = -1;
+  FILE* from_worker_ = nullptr;
+};
+
+// Checks `c` in a process of its own, as `run` does, so that an abort or a segmentation fault
+// inside a variant is reported, not suffered: `repro` and `replay` of a crash finding replay the
+// crash. Throws CaseError when the case cannot run there.
 IsolatedCheck check_isolated(const Case& c, const std::string& file, CheckpointImplementation& oracle,
-                             CheckpointImplementation& sut) {
-  IsolatedCheck outcome_of_check;
-  const WorkerOutcome outcome = run_worker(
-      0, [&] { check_can_run(c, file, oracle, sut); }, [](int64_t index) { return index >= 1; },
-      [&](int64_t) { return check_case(c, oracle, sut); },
-      [&](int64_t, const CaseResult& result) { outcome_of_check.result = result; });
-  if (outcome.finished) return outcome_of_check;
-  if (!outcome.error.empty()) throw CaseError(outcome.error);
-  if (!outcome.crashed_case) throw CaseError(file + ": the check process " + outcome.status + " before the case");
-  outcome_of_check.crash = "the check process " + outcome.status;
-  return outcome_of_check;
+                             CheckpointImplementation& sut, const Limits& limits = {}) {
+  CaseWorker worker(file, c.device, oracle, sut, limits);
+  return worker.check(c);
 }
 
 int command_run(const Args& args) {
@@ -748,9 +924,12 @@ Case load_case_or_fuzz_input(const std::string& path, const Limits& limits, bool
   return c;
 }
 
+// The limits a command reads cases under: --limits, or the defaults.
+Limits limits_of(const Args& args) { return args.has("limits") ? parse_limits(args.get("limits", "")) : Limits{}; }
+
 Case load_positional_case(const Args& args, const char* command) {
   if (args.positional().size() != 1) throw UsageError(std::string(command) + " takes one case file");
-  const Limits limits = args.has("limits") ? parse_limits(args.get("limits", "")) : Limits{};
+  const Limits limits = limits_of(args);
   const std::string device = args.get("device", "cpu");
   if (device != "cpu" && device != "cuda") throw UsageError("--device: expected cpu or cuda, got '" + device + "'");
   return load_case_or_fuzz_input(args.positional()[0], limits, args.flag("bytes"), device);
@@ -777,9 +956,9 @@ int command_repro(const Args& args) {
   // Checked before anything is printed, so that a case that cannot run here is one line.
   std::optional<IsolatedCheck> isolated;
   if (args.flag("no-isolate")) {
-    check_can_run(c, file, *oracle, *sut);
+    check_can_run(c.device, file, *oracle, *sut);
   } else {
-    isolated = check_isolated(c, file, *oracle, *sut);
+    isolated = check_isolated(c, file, *oracle, *sut, limits_of(args));
   }
   std::cout << show(c);
   if (!c.note.empty()) std::cout << "note: " << c.note << "\n";
@@ -914,16 +1093,14 @@ int command_minimize(const Args& args) {
     throw UsageError("--property: no property named '" + property + "'");
   }
   const auto start = Clock::now();
-  // The first check in a process of its own (unless --no-isolate): a case that crashes the
-  // variant is minimized as a crash, each candidate checked in a process of its own too.
-  std::optional<CaseResult> first;
-  if (args.flag("no-isolate")) {
-    check_can_run(original, file, *oracle, *sut);
-    first = check_case(original, *oracle, *sut);
-  } else {
-    first = check_isolated(original, file, *oracle, *sut).result;
-    if (first) check_can_run(original, file, *oracle, *sut);
-  }
+  // Every check, the first one and each candidate's, in a worker process (unless --no-isolate):
+  // a candidate that crashes the variant is a candidate that does not show the alarm, not the
+  // end of the minimization, and a case that crashes it from the start is minimized as a crash.
+  CaseWorker worker(file, original.device, *oracle, *sut, limits_of(args));
+  const bool isolate = !args.flag("no-isolate");
+  if (!isolate) check_can_run(original.device, file, *oracle, *sut);
+  auto check = [&](const Case& c) { return isolate ? worker.check(c) : IsolatedCheck{check_case(c, *oracle, *sut), ""}; };
+  const std::optional<CaseResult> first = check(original).result;
   const bool crash = !first && (property.empty() || property == kCrashProperty);
   const std::optional<FailureSignature> signature = first ? find_alarm(*first, property) : std::nullopt;
   if (!crash && !signature) {
@@ -934,24 +1111,37 @@ int command_minimize(const Args& args) {
   }
   const std::string shown_property = crash ? kCrashProperty : signature->property;
   const std::string shown_classification = crash ? kCrash : to_string(signature->classification);
-  std::cout << "minimizing: " << sut->name() << " " << shown_property << " " << shown_classification << "\n";
+  // Ctrl-C (or SIGTERM) ends the minimization at the candidate in progress (its worker is killed
+  // 0.4 s on), and the smallest case found so far is written: every case kept showed the alarm.
+  stop_on_interrupt();
+  std::cout << "minimizing: " << sut->name() << " " << shown_property << " " << shown_classification << std::endl;
   ReduceStats reduce_stats;
+  int64_t candidates_checked = 0;  // after an interrupt the reducer still offers candidates: not checked
   Case smallest = reduce_case(original, [&](const Case& candidate) {
-    if (crash) return !check_isolated(candidate, file, *oracle, *sut).result;
-    return shows(check_case(candidate, *oracle, *sut), *signature);
+    if (g_interrupted) return false;
+    ++candidates_checked;
+    const IsolatedCheck checked = check(candidate);
+    if (g_interrupted) return false;  // a candidate cut short shows nothing
+    return crash ? !checked.result : checked.result && shows(*checked.result, *signature);
   }, &reduce_stats);
+  const bool interrupted = g_interrupted;
   const CaseStats before = stats(original);
   const CaseStats after = stats(smallest);
   smallest.note = sut->name() + ": " + shown_property + " " + shown_classification + " against " + oracle->name() +
                   " (minimized by recheck minimize from " + std::filesystem::path(file).filename().string() + ", " +
-                  std::to_string(before.ops) + " ops)";
+                  std::to_string(before.ops) + " ops" +
+                  (interrupted ? "; interrupted after " + std::to_string(candidates_checked) +
+                                     " candidates, so a smaller case may show it too"
+                               : "") +
+                  ")";
   smallest.expect = {Expectation{sut->name(), shown_property, shown_classification}};
   // The correct variant's verdict on the same case, recorded too when it raises no alarm, so
-  // that a replay also catches a suite that starts crying wolf on it.
-  if (sut->name() != "clearing") {
+  // that a replay also catches a suite that starts crying wolf on it (not after an interrupt).
+  if (sut->name() != "clearing" && !interrupted) {
     const auto clearing = make_variant("clearing");
     const std::optional<CaseResult> correct =
-        crash ? check_isolated(smallest, file, *oracle, *clearing).result : check_case(smallest, *oracle, *clearing);
+        isolate ? check_isolated(smallest, file, *oracle, *clearing, limits_of(args)).result
+                : std::optional<CaseResult>(check_case(smallest, *oracle, *clearing));
     if (correct && !correct->has_alarm()) smallest.expect.push_back(Expectation{"clearing", "*", "no-alarm"});
   }
   save_case_file(smallest, out);
@@ -959,10 +1149,11 @@ int command_minimize(const Args& args) {
   std::cout << "ops " << before.ops << " -> " << after.ops << ", checkpoints " << before.checkpoints << " -> "
             << after.checkpoints << ", nesting depth " << before.max_depth << " -> " << after.max_depth << ", leaves "
             << original.leaves.size() << " -> " << smallest.leaves.size() << "\n"
-            << reduce_stats.candidates << " candidates checked, " << reduce_stats.accepted << " kept, "
+            << candidates_checked << " candidates checked, " << reduce_stats.accepted << " kept, "
             << std::fixed << std::setprecision(1) << seconds << " s\n"
             << show(smallest) << "wrote " << out << "\nreplay: recheck repro " << out << " --sut " << sut->name()
             << "\n";
+  if (interrupted) std::cout << "interrupted: wrote the smallest case found so far\n";
   return 0;
 }
 
@@ -1042,7 +1233,7 @@ int command_replay(const Args& args) {
   }
   if (args.positional().empty()) throw UsageError("replay takes case files or folders");
   check_output_files(args, {"json"});
-  const Limits limits = args.has("limits") ? parse_limits(args.get("limits", "")) : Limits{};
+  const Limits limits = limits_of(args);
   const auto oracle = make_variant(args.get("oracle", "nonclearing"));
   std::map<std::string, std::unique_ptr<CheckpointImplementation>> suts;
   int held = 0;
@@ -1092,8 +1283,9 @@ int command_replay(const Args& args) {
         const bool crashes = std::any_of(expectations.begin(), expectations.end(), [&](const Expectation& x) {
           return x.sut == e.sut && x.property == kCrashProperty;
         });
-        results.emplace(e.sut, crashes ? check_isolated(c, file, *oracle, *suts[e.sut])
-                                       : IsolatedCheck{check_case(c, *oracle, *suts[e.sut]), ""});
+        // A CUDA case too: CUDA started in this process could not be used by a later worker.
+        results.emplace(e.sut, crashes || c.device == "cuda" ? check_isolated(c, file, *oracle, *suts[e.sut], limits)
+                                                             : IsolatedCheck{check_case(c, *oracle, *suts[e.sut]), ""});
       }
       const IsolatedCheck& isolated = results.at(e.sut);
       static const CaseResult kNone;
@@ -1156,7 +1348,8 @@ Runs the suite against every mutant variant (a plausible mistake in a checkpoint
 that killed it, the cases until the first kill from the first seed, the median over all seeds,
 and the seconds spent. A control row checks the correct `clearing` variant on as many cases as
 the longest hunt: it must raise no alarm. Exit code 1 when a mutant survives a seed or the
-control raises an alarm.
+control raises an alarm; 130 (143 for SIGTERM) when interrupted before that was found (the
+mutants not hunted yet are left out of the table).
 
 options:
   --seeds N         hunts per mutant, each from its own seed (default 10)
@@ -1172,7 +1365,8 @@ Single thread. For each generated case (draw seeds N, N+1, ...) times one plain 
 a full check (eager, oracle and sut runs with their recomputations, then every property), and
 prints cases per second, op executions per second, and the check-to-eager cost ratio, with the
 ratio of op executions, which is the floor the harness overhead sits on. Figures, not a test:
-compare ratios measured in one run.
+compare ratios measured in one run. Interrupted, it prints the figures of the cases done so
+far and exits 130 (143 for SIGTERM).
 )";
 
 const char* kMemoryHelp = R"(usage: recheck memory [options]
@@ -1266,7 +1460,7 @@ int command_memory(const Args& args) {
   const std::string svg_path = args.get("svg", "recheck-memory.svg");  // empty: no picture
   if (!svg_path.empty()) check_output_file(svg_path, "--svg");
   const Case c = residual_stream_case(model);
-  check_can_run(c, "--device " + model.device, *oracle, *sut);
+  check_can_run(c.device, "--device " + model.device, *oracle, *sut);
   RunOptions options;
   options.record_segment_calls = false;
   options.record_timeline = model.device == "cpu";
@@ -1383,6 +1577,7 @@ int command_mutants(const Args& args) {
     std::vector<double> cases_to_kill;
     std::map<std::string, int> killers;
     double seconds = 0;
+    if (g_interrupted) break;  // the mutants not hunted yet are left out of the table
     for (int64_t r = 0; r < seeds && !g_interrupted; ++r) {
       hunts.push_back(hunt(*oracle, mutant, gen, start_of(r), budget));
       const Hunt& h = hunts.back();
@@ -1439,9 +1634,11 @@ int command_mutants(const Args& args) {
     control_alarms += check_case(draw_case(gen, start_of(0) + static_cast<uint64_t>(i)), *oracle, *clearing).has_alarm();
   }
   std::cout << "control: clearing raised " << control_alarms << " alarms in " << control_cases << " cases\n";
-  const bool ok = all_killed && control_alarms == 0 && !g_interrupted;
-  std::cout << (ok ? "OK: every mutant was killed from every seed\n"
-                   : "FAIL: a mutant survived a seed, or the control raised an alarm\n");
+  // Interrupted: what was hunted so far is judged (exit 1 for a survivor, else 130 or 143).
+  const bool ok = all_killed && control_alarms == 0;
+  std::cout << (!ok           ? "FAIL: a mutant survived a seed, or the control raised an alarm\n"
+                : g_interrupted ? "interrupted: every mutant hunted so far was killed from every seed tried\n"
+                                : "OK: every mutant was killed from every seed\n");
   if (args.has("json")) {
     write_json_report(args.get("json", "-"), {{"tool", "recheck"},
                                               {"command", "mutants"},
@@ -1450,7 +1647,8 @@ int command_mutants(const Args& args) {
                                               {"first_seed", first_seed},
                                               {"mutants", rows},
                                               {"control", {{"variant", "clearing"}, {"cases", control_cases}, {"alarms", control_alarms}}},
-                                              {"ok", ok}});
+                                              {"interrupted", g_interrupted.load()},
+                                              {"ok", ok && !g_interrupted}});
   }
   return ok ? 0 : 1;
 }
@@ -1461,7 +1659,7 @@ int command_bench(const Args& args) {
     return 0;
   }
   check_output_files(args, {"json"});
-  const int64_t cases = args.number("cases", 500, 1, INT64_MAX / 2);
+  const int64_t requested = args.number("cases", 500, 1, INT64_MAX / 2);
   const uint64_t seed = static_cast<uint64_t>(args.number("seed", 1, 0, INT64_MAX / 2));
   at::set_num_threads(1);
   const GenOptions gen;
@@ -1472,7 +1670,9 @@ int command_bench(const Args& args) {
   double check_seconds = 0;
   int64_t eager_ops = 0;
   int64_t check_ops = 0;
-  for (int64_t i = 0; i < cases && !g_interrupted; ++i) {
+  int64_t cases = 0;  // checked: fewer than requested when interrupted
+  for (; cases < requested && !g_interrupted; ++cases) {
+    const int64_t i = cases;
     const Case c = draw_case(gen, seed + static_cast<uint64_t>(i));
     auto t0 = Clock::now();
     eager_ops += run_case(c, eager).op_executions;
@@ -1485,7 +1685,7 @@ int command_bench(const Args& args) {
   const double cost_ratio = check_seconds / eager_seconds;
   const double op_ratio = static_cast<double>(check_ops) / static_cast<double>(eager_ops);
   std::cout << std::fixed << std::setprecision(1) << "recheck bench: " << cases << " default cases (draw seeds "
-            << seed << ".." << seed + static_cast<uint64_t>(cases) - 1 << "), single thread\n"
+            << seed << ".." << seed + static_cast<uint64_t>(cases) - 1 << "), single thread" << (g_interrupted ? ", interrupted" : "") << "\n"
             << "  full check:      " << cases / check_seconds << " cases/s, " << check_ops / check_seconds
             << " op executions/s\n"
             << "  plain eager run: " << cases / eager_seconds << " cases/s, " << eager_ops / eager_seconds
@@ -1496,6 +1696,7 @@ int command_bench(const Args& args) {
     write_json_report(args.get("json", "-"), {{"tool", "recheck"},
                                               {"command", "bench"},
                                               {"cases", cases},
+                                              {"interrupted", g_interrupted.load()},
                                               {"seed", seed},
                                               {"threads", 1},
                                               {"check_seconds", check_seconds},
@@ -1543,7 +1744,8 @@ int main(int argc, char** argv) {
       break;
     }
   }
-  const int code = run_command(command, argc, argv);
+  int code = run_command(command, argc, argv);
+  if (code == 0 && g_interrupted) code = 128 + g_interrupt_signal;
   std::cout.rdbuf(stdout_buffer);
   if (g_report_stream) g_report_stream->flush();
   // A write to standard output that failed (a full disk, a closed stream) is an error, not a
