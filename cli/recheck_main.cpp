@@ -73,6 +73,27 @@ std::string first_line(const std::string& text) {
   return line;
 }
 
+// recheck's own error messages in one line: a control character (a newline in a file name) is
+// written escaped, "\n", instead of splitting the message or cutting it at the name.
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (const char ch : text) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (ch == '\n') {
+      out += "\\n";
+    } else if (ch == '\r') {
+      out += "\\r";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      out += escaped;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 // `--name value`, `--name=value` and bare flags; positional arguments in order.
 class Args {
  public:
@@ -1797,13 +1818,13 @@ int run_command(const std::string& command, int argc, char** argv) {
     std::cerr << "recheck: unknown command '" << command << "' (see recheck --help)\n";
     return 2;
   } catch (const UsageError& error) {
-    std::cerr << "recheck " << command << ": " << error.what() << " (see recheck " << command << " --help)\n";
+    std::cerr << "recheck " << command << ": " << one_line(error.what()) << " (see recheck " << command << " --help)\n";
     return 2;
   } catch (const CaseError& error) {
-    std::cerr << "recheck " << command << ": " << error.what() << "\n";
+    std::cerr << "recheck " << command << ": " << one_line(error.what()) << "\n";
     return 2;
   } catch (const OutputError& error) {
-    std::cerr << "recheck " << command << ": " << error.what() << "\n";
+    std::cerr << "recheck " << command << ": " << one_line(error.what()) << "\n";
     return 2;
   } catch (const c10::Error& error) {
     // Not expected here: cases run inside the checks, which catch what they raise. One line

@@ -645,28 +645,15 @@ Case case_from_json(const json& j, const Limits& limits) {
     throw CaseError("case.iterations: " + over_limit("iteration count", iterations, "iterations", limits.iterations));
   }
   c.iterations = static_cast<int>(iterations);
-  int64_t leaf_bytes = 0;
+  // The leaves' element and byte counts are checked by validate() below, once: no tensor is
+  // made while reading, and a shape's length is bounded by the file's.
   for (const Reader& leaf_reader : r.field("leaves").items()) {
     leaf_reader.only({"shape", "dtype", "requires_grad", "fill"});
     Leaf leaf;
-    int64_t elements = 1;
-    for (const Reader& dim : leaf_reader.field("shape").items()) {
-      leaf.shape.push_back(dim.integer(0, INT64_MAX));
-      elements = saturating_times(elements, leaf.shape.back());
-      if (elements > limits.leaf_elements) {
-        throw CaseError(leaf_reader.field("shape").path() + ": " +
-                        over_limit("element count", elements, "leaf_elements", limits.leaf_elements));
-      }
-    }
+    for (const Reader& dim : leaf_reader.field("shape").items()) leaf.shape.push_back(dim.integer(0, INT64_MAX));
     if (leaf_reader.has("dtype")) leaf.dtype = leaf_reader.field("dtype").choice(kDTypes);
     leaf.requires_grad = leaf_reader.field("requires_grad").boolean();
     leaf.fill = leaf_reader.field("fill").choice(kFills);
-    leaf_bytes = saturating_plus(
-        leaf_bytes, saturating_times(elements, static_cast<int64_t>(at::elementSize(scalar_type(leaf_dtype(c, leaf))))));
-    if (leaf_bytes > limits.leaf_bytes) {
-      throw CaseError(leaf_reader.path() + ": " +
-                      over_limit("leaf bytes", leaf_bytes, "leaf_bytes", limits.leaf_bytes));
-    }
     c.leaves.push_back(std::move(leaf));
   }
   ParseContext context{limits};

@@ -509,6 +509,19 @@ TEST(Cli, a_file_name_that_is_not_utf8_does_not_lose_the_report) {
   EXPECT_NO_THROW(nlohmann::json::parse(std::ifstream(dir + "/report.json")));
 }
 
+TEST(Cli, a_newline_in_a_file_name_keeps_the_error_on_one_line) {
+  // The message was cut at the newline: "recheck show: DIR/bad", the rest of it lost.
+  const std::string dir = ::testing::TempDir() + "/newline";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string name = dir + "/bad\nname.json";
+  std::ofstream(name) << "{\"format\": \"recheck-case\"";
+  const Result r = run("show '" + name + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_NE(r.output.find("bad\\nname.json: not valid JSON"), std::string::npos) << r.output;
+}
+
 TEST(Cli, export_python_keeps_the_case_note_inside_the_docstring) {
   // A note ending the docstring ran its own code when the script ran.
   nlohmann::json j = nlohmann::json::parse(std::ifstream(kSeeds + "nested-three-deep.json"));
