@@ -12,6 +12,9 @@ namespace recheck {
 
 namespace {
 
+// GenOptions::max_ops by default: the op mix is tuned for segments of up to this many ops.
+constexpr size_t kDefaultMaxOps = 6;
+
 // What the generator knows of a value while it builds a segment, to pick fitting operands.
 // Every choice the generator makes goes through choose_in_range and choose_weighted: RapidCheck
 // draws it when a property test or `recheck run` generates a case (and shrinks it towards the
@@ -131,9 +134,20 @@ class SegmentBuilder {
     if (floats.empty()) return;  // a body whose inputs are all None or literals computes nothing
     const size_t nested = depth_ < options_.max_depth ? 18 : 0;
     const size_t fork = fork_depth_ < 2 && options_.tracker_rng ? 3 : 0;
-    const size_t kind = pick_weighted({{20, kUnary}, {15, kBinary}, {6, kMatmul}, {8, kView}, {3, kReduce},
-                                       {2, kArgmax}, {16, kRandom}, {5, kStash}, {nested, kCheckpoint},
-                                       {fork, kFork}, {depth_ > 0 ? 3u : 1u, kRaise}, {depth_ > 0 ? 4u : 0u, kInPlaceInput}});
+    // Checkpoints and forks open a segment of their own, and a raise ends the forward (the case
+    // never reaches backward). Weighted per op, all three would grow with --max-ops: at 24 ops
+    // a segment, each segment opened about four more (trees of thousands of ops, one case over
+    // 25 s) and 42 cases of 60 raised in forward (the test variant `aborts` crashed in 1 case of
+    // 40). Above the default 6 ops, these three are drawn 6/max_ops times as often per op, so a
+    // segment opens and raises about as often as at 6 and only gets longer; at 6 and below the
+    // weights, and so the cases drawn, are what they were.
+    const size_t scale = options_.max_ops > kDefaultMaxOps ? static_cast<size_t>(options_.max_ops) : 1;
+    const size_t per_segment = scale > 1 ? kDefaultMaxOps : 1;
+    const size_t kind = pick_weighted({{20 * scale, kUnary}, {15 * scale, kBinary}, {6 * scale, kMatmul}, {8 * scale, kView},
+                                       {3 * scale, kReduce}, {2 * scale, kArgmax}, {16 * scale, kRandom}, {5 * scale, kStash},
+                                       {nested * per_segment, kCheckpoint}, {fork * per_segment, kFork},
+                                       {(depth_ > 0 ? 3u : 1u) * per_segment, kRaise},
+                                       {(depth_ > 0 ? 4u : 0u) * scale, kInPlaceInput}});
     const int x = pick(floats);
     const ValueInfo& xi = values_[x];
     switch (kind) {
