@@ -294,6 +294,10 @@ volatile sig_atomic_t g_interrupt_signal = 0;
 // Standard output, when `--json -` gives it to the report (std::cout then writes to stderr).
 std::unique_ptr<std::ostream> g_report_stream;
 
+// Set once this process checks cases in worker processes: a second Ctrl-C then kills the worker
+// in progress, if any, and never recheck itself (which still has a report or a case to write).
+volatile sig_atomic_t g_workers_used = 0;
+
 // The worker process of `recheck run`, while one runs: an interrupt is passed on to it.
 volatile sig_atomic_t g_worker_pid = 0;
 
@@ -306,9 +310,9 @@ void stop_on_interrupt() {
     const bool again = g_interrupted.exchange(true);
     if (!again) g_interrupt_signal = signal;
     if (g_worker_pid <= 0) {
-      // A second one with no worker to kill (--no-isolate) ends recheck at once, as if no
-      // handler were set: signal() and raise() are safe in a handler.
-      if (again) {
+      // A second one where cases run in this process (--no-isolate) ends recheck at once, as
+      // if no handler were set: signal() and raise() are safe in a handler.
+      if (again && !g_workers_used) {
         std::signal(signal, SIG_DFL);
         std::raise(signal);
       }
@@ -521,6 +525,7 @@ WorkerOutcome run_worker(int64_t first, const Prepare& prepare, const ShouldStop
   if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   std::cout.flush();
   std::cerr.flush();
+  g_workers_used = 1;
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
@@ -613,31 +618,28 @@ class CaseWorker {
   ~CaseWorker() { stop(); }
 
   // The result, or how the worker died checking `c`. Throws CaseError when the case cannot run
-  // here (no CUDA, a variant that cannot start) or the check stopped on an error.
+  // here (no CUDA, a variant that cannot start) or the check stopped on an error. A worker
+  // found dead before it was sent the case (killed while idle) is replaced once.
   IsolatedCheck check(const Case& c) {
-    if (pid_ == 0) start();
     const std::string line = to_json(c).dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-    bool sent = true;
-    for (std::size_t done = 0; done < line.size();) {
-      const ssize_t n = write(to_worker_, line.data() + done, line.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        sent = false;  // the worker is gone (EPIPE: SIGPIPE is ignored); its status says why
-        break;
-      }
-      done += static_cast<std::size_t>(n);
+    if (pid_ == 0) start();
+    if (!send(line)) {
+      stop();
+      start();
+      send(line);
     }
     char* buffer = nullptr;
     std::size_t capacity = 0;
-    const ssize_t n = sent ? getline(&buffer, &capacity, from_worker_) : -1;
+    const ssize_t n = getline(&buffer, &capacity, from_worker_);
     std::string answer = n > 0 ? std::string(buffer, static_cast<std::size_t>(n)) : "";
     std::free(buffer);
     IsolatedCheck outcome;
-    if (answer.empty()) {
+    // No answer, or a part of one (the worker died writing it): the check crashed.
+    if (answer.empty() || answer.back() != '\n') {
       outcome.crash = "the check process " + stop();
       return outcome;
     }
-    if (answer.back() == '\n') answer.pop_back();
+    answer.pop_back();
     if (answer.rfind("error ", 0) == 0) {
       stop();
       throw CaseError(answer.substr(6));
@@ -646,16 +648,49 @@ class CaseWorker {
     return outcome;
   }
 
+  // Ends the worker (it stops at the end of its input) and says how it ended; "" if none ran.
+  std::string stop() {
+    if (pid_ == 0) return "";
+    close(to_worker_);
+    std::fclose(from_worker_);
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    g_worker_pid = 0;
+    pid_ = 0;
+    return describe_status(status);
+  }
+
  private:
+  // False when the worker is gone (EPIPE: SIGPIPE is ignored).
+  bool send(const std::string& line) {
+    for (std::size_t done = 0; done < line.size();) {
+      const ssize_t n = write(to_worker_, line.data() + done, line.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+
   void start() {
     int to[2];
     int from[2];
-    if (pipe(to) != 0 || pipe(from) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    if (pipe(to) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    if (pipe(from) != 0) {
+      close(to[0]);
+      close(to[1]);
+      throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    }
     std::cout.flush();
     std::cerr.flush();
+    g_workers_used = 1;
     const pid_t parent = getpid();
     const pid_t pid = fork();
-    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid < 0) {
+      for (int fd : {to[0], to[1], from[0], from[1]}) close(fd);
+      throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    }
     if (pid == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) std::_Exit(1);
@@ -688,6 +723,8 @@ class CaseWorker {
     close(from[1]);
     pid_ = pid;
     g_worker_pid = pid;
+    // An interrupt that came before g_worker_pid was set armed no timer to kill this worker.
+    if (g_interrupted) kill(pid, SIGKILL);
     to_worker_ = to[1];
     from_worker_ = fdopen(from[0], "r");
     // "ready" once the device and the variants are checked, or why not.
@@ -700,19 +737,6 @@ class CaseWorker {
     const std::string status = stop();
     if (first.rfind("error ", 0) == 0) throw CaseError(first.substr(6, first.size() - 7));
     throw CaseError(file_ + ": the check process " + status + " before the case");
-  }
-
-  // Ends the worker (it stops at the end of its input) and says how it ended.
-  std::string stop() {
-    if (pid_ == 0) return "";
-    close(to_worker_);
-    std::fclose(from_worker_);
-    int status = 0;
-    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    g_worker_pid = 0;
-    pid_ = 0;
-    return describe_status(status);
   }
 
   std::string file_;
@@ -942,6 +966,12 @@ Case load_case_or_fuzz_input(const std::string& path, const Limits& limits, bool
   Case c = decode_case(reinterpret_cast<const uint8_t*>(text.data()), text.size(), options);
   c.note = "decoded from the fuzzer input " + std::filesystem::path(path).filename().string() + " (" +
            std::to_string(text.size()) + " bytes)";
+  // The decoder bounds what it makes by its own budget: --limits applies to its case too.
+  try {
+    validate(c, limits);
+  } catch (const CaseError& error) {
+    throw CaseError(path + " (decoded as fuzzer bytes): " + error.what());
+  }
   return c;
 }
 
@@ -1141,10 +1171,20 @@ int command_minimize(const Args& args) {
   Case smallest = reduce_case(original, [&](const Case& candidate) {
     if (g_interrupted) return false;
     ++candidates_checked;
-    const IsolatedCheck checked = check(candidate);
+    IsolatedCheck checked;
+    try {
+      checked = check(candidate);
+    } catch (const CaseError&) {
+      if (g_interrupted) return false;  // a worker killed while it started
+      throw;
+    }
+    // A crash is kept only from a fresh process: what an earlier candidate left behind (a
+    // corrupted heap, a sticky CUDA error) must not make a later one crash.
+    if (crash && isolate) worker.stop();
     if (g_interrupted) return false;  // a candidate cut short shows nothing
     return crash ? !checked.result : checked.result && shows(*checked.result, *signature);
   }, &reduce_stats);
+  worker.stop();
   const bool interrupted = g_interrupted;
   const CaseStats before = stats(original);
   const CaseStats after = stats(smallest);
@@ -1160,10 +1200,18 @@ int command_minimize(const Args& args) {
   // that a replay also catches a suite that starts crying wolf on it (not after an interrupt).
   if (sut->name() != "clearing" && !interrupted) {
     const auto clearing = make_variant("clearing");
-    const std::optional<CaseResult> correct =
-        isolate ? check_isolated(smallest, file, *oracle, *clearing, limits_of(args)).result
-                : std::optional<CaseResult>(check_case(smallest, *oracle, *clearing));
-    if (correct && !correct->has_alarm()) smallest.expect.push_back(Expectation{"clearing", "*", "no-alarm"});
+    std::optional<CaseResult> correct;
+    try {
+      correct = isolate ? check_isolated(smallest, file, *oracle, *clearing, limits_of(args)).result
+                        : std::optional<CaseResult>(check_case(smallest, *oracle, *clearing));
+    } catch (const CaseError&) {
+      if (!g_interrupted) throw;
+    }
+    if (g_interrupted) {
+      std::cout << "interrupted: clearing's check of the smallest case was cut short; its expectation is left out\n";
+    } else if (correct && !correct->has_alarm()) {
+      smallest.expect.push_back(Expectation{"clearing", "*", "no-alarm"});
+    }
   }
   save_case_file(smallest, out);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -1702,6 +1750,10 @@ int command_bench(const Args& args) {
     auto t2 = Clock::now();
     eager_seconds += std::chrono::duration<double>(t1 - t0).count();
     check_seconds += std::chrono::duration<double>(t2 - t1).count();
+  }
+  if (cases == 0) {
+    std::cout << "recheck bench: interrupted before the first case finished\n";
+    return 0;
   }
   const double cost_ratio = check_seconds / eager_seconds;
   const double op_ratio = static_cast<double>(check_ops) / static_cast<double>(eager_ops);

@@ -13,7 +13,7 @@ namespace recheck {
 namespace {
 
 // GenOptions::max_ops by default: the op mix is tuned for segments of up to this many ops.
-constexpr size_t kDefaultMaxOps = 6;
+constexpr int kDefaultMaxOps = 6;
 
 // What the generator knows of a value while it builds a segment, to pick fitting operands.
 // Every choice the generator makes goes through choose_in_range and choose_weighted: RapidCheck
@@ -142,7 +142,7 @@ class SegmentBuilder {
     // segment opens and raises about as often as at 6 and only gets longer; at 6 and below the
     // weights, and so the cases drawn, are what they were.
     const size_t scale = options_.max_ops > kDefaultMaxOps ? static_cast<size_t>(options_.max_ops) : 1;
-    const size_t per_segment = scale > 1 ? kDefaultMaxOps : 1;
+    const size_t per_segment = scale > 1 ? static_cast<size_t>(kDefaultMaxOps) : 1;
     const size_t kind = pick_weighted({{20 * scale, kUnary}, {15 * scale, kBinary}, {6 * scale, kMatmul}, {8 * scale, kView},
                                        {3 * scale, kReduce}, {2 * scale, kArgmax}, {16 * scale, kRandom}, {5 * scale, kStash},
                                        {nested * per_segment, kCheckpoint}, {fork * per_segment, kFork},
