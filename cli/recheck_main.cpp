@@ -514,6 +514,18 @@ struct WorkerOutcome {
   std::string error;  // what it said when it stopped on an exception (prepare's, say)
 };
 
+// Ends a worker process, writing "error TEXT" (one line) first when it stopped on an exception:
+// its parent reports it, with what it knows of the worker's end.
+[[noreturn]] void end_worker(FILE* out, const char* error) {
+  if (error != nullptr) {
+    std::string text = error;
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    std::fprintf(out, "error %s\n", text.c_str());
+  }
+  std::fflush(out);
+  std::_Exit(error != nullptr ? 3 : 0);
+}
+
 // Forks a worker that checks cases from `first` on and writes one line per case to a pipe:
 // "start N" before case N, its verdicts as JSON after it, "done" at the end, or "error TEXT" when
 // it stops on an exception. `prepare` runs in the worker before the first case; if it throws,
@@ -535,7 +547,6 @@ WorkerOutcome run_worker(int64_t first, const Prepare& prepare, const ShouldStop
     if (getppid() != parent) std::_Exit(1);
     close(fds[0]);
     FILE* out = fdopen(fds[1], "w");
-    int code = 0;
     try {
       prepare();
       for (int64_t index = first; !should_stop(index); ++index) {
@@ -547,14 +558,9 @@ WorkerOutcome run_worker(int64_t first, const Prepare& prepare, const ShouldStop
       }
       std::fprintf(out, "done\n");
     } catch (const std::exception& error) {
-      // The parent reports it (one line), with what it knows of the worker's end.
-      std::string text = error.what();
-      std::replace(text.begin(), text.end(), '\n', ' ');
-      std::fprintf(out, "error %s\n", text.c_str());
-      code = 3;
+      end_worker(out, error.what());
     }
-    std::fflush(out);
-    std::_Exit(code);
+    end_worker(out, nullptr);
   }
   close(fds[1]);
   g_worker_pid = pid;
@@ -698,7 +704,6 @@ class CaseWorker {
       close(from[0]);
       FILE* in = fdopen(to[0], "r");
       FILE* out = fdopen(from[1], "w");
-      int code = 0;
       try {
         check_can_run(device_, file_, oracle_, sut_);
         std::fprintf(out, "ready\n");
@@ -711,13 +716,9 @@ class CaseWorker {
           std::fflush(out);
         }
       } catch (const std::exception& error) {
-        std::string text = error.what();
-        std::replace(text.begin(), text.end(), '\n', ' ');
-        std::fprintf(out, "error %s\n", text.c_str());
-        code = 3;
+        end_worker(out, error.what());
       }
-      std::fflush(out);
-      std::_Exit(code);
+      end_worker(out, nullptr);
     }
     close(to[0]);
     close(from[1]);
