@@ -94,6 +94,20 @@ std::string one_line(const std::string& text) {
   return out;
 }
 
+// The one line recheck prints for an error that ends a command, in its own process or in a
+// worker (which sends it to its parent as is): recheck's own errors whole, control characters
+// escaped; libtorch's and the library's cut to their first line, without libtorch's backtrace.
+std::string error_line(const std::exception& error) {
+  if (dynamic_cast<const UsageError*>(&error) != nullptr || dynamic_cast<const CaseError*>(&error) != nullptr ||
+      dynamic_cast<const OutputError*>(&error) != nullptr) {
+    return one_line(error.what());
+  }
+  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) {
+    return one_line(first_line(torch_error->what_without_backtrace()));
+  }
+  return one_line(first_line(error.what()));
+}
+
 // `--name value`, `--name=value` and bare flags; positional arguments in order.
 class Args {
  public:
@@ -514,14 +528,11 @@ struct WorkerOutcome {
   std::string error;  // what it said when it stopped on an exception (prepare's, say)
 };
 
-// Ends a worker process, writing "error TEXT" (one line) first when it stopped on an exception:
-// its parent reports it, with what it knows of the worker's end.
-[[noreturn]] void end_worker(FILE* out, const char* error) {
-  if (error != nullptr) {
-    std::string text = error;
-    std::replace(text.begin(), text.end(), '\n', ' ');
-    std::fprintf(out, "error %s\n", text.c_str());
-  }
+// Ends a worker process, writing "error TEXT" first when it stopped on an exception, TEXT the
+// line recheck would print for it without a worker: its parent reports it, with what it knows
+// of the worker's end.
+[[noreturn]] void end_worker(FILE* out, const std::exception* error) {
+  if (error != nullptr) std::fprintf(out, "error %s\n", error_line(*error).c_str());
   std::fflush(out);
   std::_Exit(error != nullptr ? 3 : 0);
 }
@@ -558,7 +569,7 @@ WorkerOutcome run_worker(int64_t first, const Prepare& prepare, const ShouldStop
       }
       std::fprintf(out, "done\n");
     } catch (const std::exception& error) {
-      end_worker(out, error.what());
+      end_worker(out, &error);
     }
     end_worker(out, nullptr);
   }
@@ -716,7 +727,7 @@ class CaseWorker {
           std::fflush(out);
         }
       } catch (const std::exception& error) {
-        end_worker(out, error.what());
+        end_worker(out, &error);
       }
       end_worker(out, nullptr);
     }
@@ -1148,7 +1159,8 @@ int command_minimize(const Args& args) {
   // Every check, the first one and each candidate's, in a worker process (unless --no-isolate):
   // a candidate that crashes the variant is a candidate that does not show the alarm, not the
   // end of the minimization, and a case that crashes it from the start is minimized as a crash.
-  CaseWorker worker(file, original.device, *oracle, *sut, limits_of(args));
+  const Limits limits = limits_of(args);
+  CaseWorker worker(file, original.device, *oracle, *sut, limits);
   const bool isolate = !args.flag("no-isolate");
   if (!isolate) check_can_run(original.device, file, *oracle, *sut);
   auto check = [&](const Case& c) { return isolate ? worker.check(c) : IsolatedCheck{check_case(c, *oracle, *sut), ""}; };
@@ -1168,7 +1180,7 @@ int command_minimize(const Args& args) {
   stop_on_interrupt();
   std::cout << "minimizing: " << sut->name() << " " << shown_property << " " << shown_classification << std::endl;
   ReduceStats reduce_stats;
-  int64_t candidates_checked = 0;  // after an interrupt the reducer still offers candidates: not checked
+  int64_t candidates_checked = 0;
   Case smallest = reduce_case(original, [&](const Case& candidate) {
     if (g_interrupted) return false;
     ++candidates_checked;
@@ -1184,7 +1196,7 @@ int command_minimize(const Args& args) {
     if (crash && isolate) worker.stop();
     if (g_interrupted) return false;  // a candidate cut short shows nothing
     return crash ? !checked.result : checked.result && shows(*checked.result, *signature);
-  }, &reduce_stats);
+  }, &reduce_stats, [] { return g_interrupted.load(); });
   worker.stop();
   const bool interrupted = g_interrupted;
   const CaseStats before = stats(original);
@@ -1203,7 +1215,7 @@ int command_minimize(const Args& args) {
     const auto clearing = make_variant("clearing");
     std::optional<CaseResult> correct;
     try {
-      correct = isolate ? check_isolated(smallest, file, *oracle, *clearing, limits_of(args)).result
+      correct = isolate ? check_isolated(smallest, file, *oracle, *clearing, limits).result
                         : std::optional<CaseResult>(check_case(smallest, *oracle, *clearing));
     } catch (const CaseError&) {
       if (!g_interrupted) throw;
@@ -1753,7 +1765,16 @@ int command_bench(const Args& args) {
     check_seconds += std::chrono::duration<double>(t2 - t1).count();
   }
   if (cases == 0) {
+    // A script waiting for the report gets one that says why it holds no figures.
     std::cout << "recheck bench: interrupted before the first case finished\n";
+    if (args.has("json")) {
+      write_json_report(args.get("json", "-"), {{"tool", "recheck"},
+                                                {"command", "bench"},
+                                                {"cases", 0},
+                                                {"interrupted", true},
+                                                {"seed", seed},
+                                                {"threads", 1}});
+    }
     return 0;
   }
   const double cost_ratio = check_seconds / eager_seconds;
@@ -1871,21 +1892,12 @@ int run_command(const std::string& command, int argc, char** argv) {
     std::cerr << "recheck: unknown command '" << command << "' (see recheck --help)\n";
     return 2;
   } catch (const UsageError& error) {
-    std::cerr << "recheck " << command << ": " << one_line(error.what()) << " (see recheck " << command << " --help)\n";
-    return 2;
-  } catch (const CaseError& error) {
-    std::cerr << "recheck " << command << ": " << one_line(error.what()) << "\n";
-    return 2;
-  } catch (const OutputError& error) {
-    std::cerr << "recheck " << command << ": " << one_line(error.what()) << "\n";
-    return 2;
-  } catch (const c10::Error& error) {
-    // Not expected here: cases run inside the checks, which catch what they raise. One line
-    // and exit 2 rather than an abort with a C++ stack.
-    std::cerr << "recheck " << command << ": " << first_line(error.what_without_backtrace()) << "\n";
+    std::cerr << "recheck " << command << ": " << error_line(error) << " (see recheck " << command << " --help)\n";
     return 2;
   } catch (const std::exception& error) {
-    std::cerr << "recheck " << command << ": " << first_line(error.what()) << "\n";
+    // A c10::Error is not expected here (cases run inside the checks, which catch what they
+    // raise): one line and exit 2 rather than an abort with a C++ stack.
+    std::cerr << "recheck " << command << ": " << error_line(error) << "\n";
     return 2;
   }
 }

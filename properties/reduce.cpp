@@ -198,11 +198,18 @@ Case resize_dims(const Case& c, int64_t from, int64_t to) {
 
 class Reducer {
  public:
-  Reducer(const std::function<bool(const Case&)>& still_fails, ReduceStats* stats)
-      : still_fails_(still_fails), stats_(stats) {}
+  Reducer(const std::function<bool(const Case&)>& still_fails, ReduceStats* stats, const std::function<bool()>& stop)
+      : still_fails_(still_fails), stats_(stats), stop_(stop) {}
+
+  // True once the caller asked to stop: every later attempt fails without building anything.
+  bool stopped() {
+    if (!stopped_ && stop_ && stop_()) stopped_ = true;
+    return stopped_;
+  }
 
   // Tries one candidate; keeps it when valid and still failing.
   bool attempt(Case& current, const std::function<Case()>& make) {
+    if (stopped()) return false;
     Case candidate;
     try {
       candidate = make();
@@ -281,14 +288,17 @@ class Reducer {
  private:
   const std::function<bool(const Case&)>& still_fails_;
   ReduceStats* stats_;
+  const std::function<bool()>& stop_;
+  bool stopped_ = false;
 };
 
 }  // namespace
 
-Case reduce_case(const Case& c, const std::function<bool(const Case&)>& still_fails, ReduceStats* stats) {
+Case reduce_case(const Case& c, const std::function<bool(const Case&)>& still_fails, ReduceStats* stats,
+                 const std::function<bool()>& stop) {
   Case current = c;
-  Reducer reducer(still_fails, stats);
-  while (reducer.pass(current)) {
+  Reducer reducer(still_fails, stats, stop);
+  while (reducer.pass(current) && !reducer.stopped()) {
   }
   return current;
 }

@@ -21,7 +21,10 @@ struct ReduceStats {
 
 // Greedy, to a fixed point: the result is a case on which `still_fails` holds and from which
 // no single step of the reducer's keeps it holding. `still_fails(c)` is assumed to hold on entry.
-Case reduce_case(const Case& c, const std::function<bool(const Case&)>& still_fails, ReduceStats* stats = nullptr);
+// Once `stop` (when given) returns true, asked before each candidate is built, the reduction
+// ends at once with the smallest case kept so far: no further candidate is built or checked.
+Case reduce_case(const Case& c, const std::function<bool(const Case&)>& still_fails, ReduceStats* stats = nullptr,
+                 const std::function<bool()>& stop = {});
 
 // What a failing case fails with: a property and how the pair of verdicts is classified.
 struct FailureSignature {

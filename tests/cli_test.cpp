@@ -535,6 +535,17 @@ TEST(Cli, a_newline_in_a_file_name_keeps_the_error_on_one_line) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
   EXPECT_NE(r.output.find("bad\\nname.json: not valid JSON"), std::string::npos) << r.output;
+  // An error raised in a worker process reads as the same one line as without workers (the
+  // worker wrote a space for the newline).
+  if (recheck::compat::cuda_available()) return;
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(kSeeds + "nested-three-deep.json"));
+  j["device"] = "cuda";
+  std::ofstream(name, std::ios::trunc) << j.dump();
+  const Result isolated = run("repro '" + name + "'");
+  const Result in_process = run("repro --no-isolate '" + name + "'");
+  EXPECT_EQ(isolated.exit_code, 2) << isolated.output;
+  EXPECT_NE(isolated.output.find("bad\\nname.json: cannot run this case here"), std::string::npos) << isolated.output;
+  EXPECT_EQ(isolated.output, in_process.output);
 }
 
 TEST(Cli, export_python_keeps_the_case_note_inside_the_docstring) {

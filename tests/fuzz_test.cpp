@@ -205,6 +205,39 @@ TEST(Reduce, inlining_a_checkpoint_keeps_the_values_that_follow_it) {
   EXPECT_EQ(flat.root.outputs, std::vector<int>{2});
 }
 
+// Ctrl-C during `recheck minimize` asks the reducer to stop: it must end at once with the case
+// kept so far, not go on building and validating every remaining candidate (quadratic in a
+// large case), and not offer the predicate any of them.
+TEST(Reduce, stops_at_once_when_asked_and_keeps_the_smallest_case_so_far) {
+  Case c;
+  c.leaves.push_back(Leaf{{2, 2}, std::nullopt, true, Fill::randn});
+  constexpr int kChain = 200;
+  for (int i = 0; i < kChain; ++i) c.root.ops.push_back(Unary{i % 2 ? Unary::Fn::tanh : Unary::Fn::neg, i});
+  c.root.outputs = {kChain};
+  validate(c);
+  int offered = 0;
+  int asked = 0;
+  bool stop = false;
+  ReduceStats stats;
+  const Case smallest = reduce_case(
+      c,
+      [&](const Case&) {
+        // The first candidate is kept; the interrupt comes during the fifth.
+        if (++offered == 5) stop = true;
+        return offered == 1;
+      },
+      &stats, [&] {
+        ++asked;
+        return stop;
+      });
+  EXPECT_EQ(offered, 5);
+  EXPECT_EQ(stats.candidates, 5);
+  EXPECT_EQ(stats.accepted, 1);
+  EXPECT_EQ(smallest.root.ops.size(), static_cast<std::size_t>(kChain - 1)) << show(smallest);
+  EXPECT_NO_THROW(validate(smallest));
+  EXPECT_LE(asked, 10) << "the reducer went on asking after it was told to stop";
+}
+
 // ---- the targets and the commands, as a campaign runs them ---------------------------------
 
 using test_shell::Result;
