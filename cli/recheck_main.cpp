@@ -221,7 +221,8 @@ options:
                     that size would: such cases are counted as skipped, not failed
   --no-isolate      check cases in this process (for a debugger); by default they run in a
                     worker process, and a case that crashes it (abort, segmentation fault) is
-                    reported as a `crash` finding with its case saved, and the run goes on
+                    reported as a `crash` finding with its case saved, and the run goes on;
+                    a worker the kernel's out-of-memory killer ends is a skipped case instead
 
 Ctrl-C or SIGTERM stops the run within a second: the summary so far, a complete --json report
 marked interrupted. Exit codes: 0 nothing found; 1 a regression, divergence or crash; 2 bad
@@ -433,6 +434,33 @@ std::string describe_status(int status) {
   return "exited with status " + std::to_string(WEXITSTATUS(status));
 }
 
+// How many processes the kernel's out-of-memory killer has ended since boot (`oom_kill` in
+// /proc/vmstat, Linux 4.13 on), or -1 where that cannot be read. RECHECK_VMSTAT names another
+// file to read instead, for the tests: a real out-of-memory kill cannot be caused safely on a
+// shared machine.
+int64_t oom_kills() {
+  const char* path = std::getenv("RECHECK_VMSTAT");
+  std::ifstream in(path != nullptr && *path != '\0' ? path : "/proc/vmstat");
+  std::string key;
+  int64_t value = 0;
+  while (in >> key >> value) {
+    if (key == "oom_kill") return value;
+  }
+  return -1;
+}
+
+// A worker that ended with `status` was ended by the out-of-memory killer, as far as anyone can
+// tell: by SIGKILL (which recheck itself sends only after an interrupt), while the kernel's count
+// of such kills went up since `kills_before`. A case too large for the machine's memory is then
+// skipped, not a crash: the variant did not crash, the machine ran out.
+bool killed_for_memory(int status, int64_t kills_before) {
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && kills_before >= 0 && oom_kills() > kills_before;
+}
+
+// The reason a case is skipped for it (CaseResult::skipped).
+constexpr const char* kKilledForMemory =
+    "the check process was killed by the kernel's out-of-memory killer: the machine ran out of memory";
+
 // Empty when `device` is available to this build and machine, else why not. CUDA is asked in a
 // child process, once: CUDA started in this process could not be used by a worker forked after
 // it (replay checks CUDA cases in workers).
@@ -524,6 +552,7 @@ struct WorkerOutcome {
   bool finished = false;                // the worker stopped by the run's own limits
   bool started = false;                 // it began at least one case
   std::optional<int64_t> crashed_case;  // the case in progress when it died
+  bool killed_for_memory = false;       // by the out-of-memory killer, during crashed_case
   std::string status;
   std::string error;  // what it said when it stopped on an exception (prepare's, say)
 };
@@ -580,6 +609,7 @@ WorkerOutcome run_worker(int64_t first, const Prepare& prepare, const ShouldStop
   char* buffer = nullptr;
   size_t capacity = 0;
   std::optional<int64_t> in_progress;
+  int64_t kills_before = -1;  // the out-of-memory kills when the case in progress started
   for (ssize_t n; (n = getline(&buffer, &capacity, in)) > 0;) {
     std::string line(buffer, static_cast<size_t>(n));
     if (!line.empty() && line.back() == '\n') line.pop_back();
@@ -588,6 +618,7 @@ WorkerOutcome run_worker(int64_t first, const Prepare& prepare, const ShouldStop
     } else if (line.rfind("start ", 0) == 0) {
       in_progress = std::stoll(line.substr(6));
       outcome.started = true;
+      kills_before = oom_kills();
     } else if (line.rfind("error ", 0) == 0) {
       outcome.error = line.substr(6);
     } else {
@@ -604,6 +635,7 @@ WorkerOutcome run_worker(int64_t first, const Prepare& prepare, const ShouldStop
   g_worker_pid = 0;
   outcome.status = describe_status(status);
   if (!outcome.finished) outcome.crashed_case = in_progress;
+  outcome.killed_for_memory = outcome.crashed_case && killed_for_memory(status, kills_before);
   return outcome;
 }
 
@@ -640,6 +672,7 @@ class CaseWorker {
   IsolatedCheck check(const Case& c) {
     const std::string line = to_json(c).dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     if (pid_ == 0) start();
+    const int64_t kills_before = oom_kills();
     if (!send(line)) {
       stop();
       start();
@@ -653,7 +686,13 @@ class CaseWorker {
     IsolatedCheck outcome;
     // No answer, or a part of one (the worker died writing it): the check crashed.
     if (answer.empty() || answer.back() != '\n') {
-      outcome.crash = "the check process " + stop();
+      const std::string how = stop();
+      if (killed_for_memory(status_, kills_before)) {
+        outcome.result = CaseResult{};
+        outcome.result->skipped = kKilledForMemory;
+      } else {
+        outcome.crash = "the check process " + how;
+      }
       return outcome;
     }
     answer.pop_back();
@@ -670,12 +709,12 @@ class CaseWorker {
     if (pid_ == 0) return "";
     close(to_worker_);
     std::fclose(from_worker_);
-    int status = 0;
-    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    status_ = 0;
+    while (waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
     }
     g_worker_pid = 0;
     pid_ = 0;
-    return describe_status(status);
+    return describe_status(status_);
   }
 
  private:
@@ -757,6 +796,7 @@ class CaseWorker {
   CheckpointImplementation& sut_;
   Limits limits_;
   pid_t pid_ = 0;
+  int status_ = 0;  // how the last worker ended (waitpid)
   int to_worker_ = -1;
   FILE* from_worker_ = nullptr;
 };
@@ -907,9 +947,15 @@ int command_run(const Args& args) {
         std::cerr << "recheck run: " << worker_failed << "; stopping\n";
         break;
       }
+      next = *outcome.crashed_case + 1;
+      if (outcome.killed_for_memory) {
+        CaseResult skipped;
+        skipped.skipped = kKilledForMemory;
+        handle(*outcome.crashed_case, skipped);
+        continue;
+      }
       ++crashes;
       report_finding(*outcome.crashed_case, "runs-to-completion", "crash", true, "the worker process " + outcome.status, "");
-      next = *outcome.crashed_case + 1;
     }
   }
 
@@ -1168,7 +1214,10 @@ int command_minimize(const Args& args) {
   const bool crash = !first && (property.empty() || property == kCrashProperty);
   const std::optional<FailureSignature> signature = first ? find_alarm(*first, property) : std::nullopt;
   if (!crash && !signature) {
-    std::cerr << "recheck minimize: " << file << (first ? " shows no " : " crashes the check process, and shows no ")
+    std::cerr << "recheck minimize: " << file
+              << (!first                    ? " crashes the check process, and shows no "
+                  : first->skipped.empty() ? " shows no "
+                                           : " is skipped (" + first->skipped + "), and shows no ")
               << (property.empty() ? "alarm" : "alarm in " + property) << " on " << sut->name() << " against "
               << oracle->name() << ": nothing to minimize\n";
     return 2;

@@ -182,6 +182,50 @@ TEST(Cli, ctrl_c_or_sigterm_stops_a_run_inside_a_slow_case) {
   }
 }
 
+// On Linux a machine out of memory kills the process touching the pages (SIGKILL from the
+// out-of-memory killer) rather than failing an allocation: a case too large for the machine is
+// skipped, not reported as a crash of the variant. recheck tells by the kernel's count of such
+// kills (/proc/vmstat), read here from a FIFO that counts up at every read (as if the kernel
+// killed a process during every case), or from a file that never changes: the same SIGKILL is
+// then a crash.
+TEST(Cli, a_worker_the_out_of_memory_killer_ends_is_a_skipped_case_not_a_crash) {
+  for (const bool counted : {true, false}) {
+    const std::string dir = ::testing::TempDir() + "/oom-killed";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const std::string vmstat = dir + "/vmstat";
+    std::ofstream(dir + "/kill.sh") << R"(set -u
+dir=$1; recheck=$2; counted=$3
+if [ "$counted" = 1 ]; then
+  mkfifo "$dir/vmstat"
+  # A reader that closes before a write is no reason to stop (SIGPIPE ignored).
+  (trap '' PIPE; i=0; while :; do echo "oom_kill $i" 2> /dev/null > "$dir/vmstat"; i=$((i + 1)); done) & writer=$!
+else
+  echo "oom_kill 7" > "$dir/vmstat"; writer=
+fi
+RECHECK_VMSTAT="$dir/vmstat" "$recheck" run --seed 1 --seconds 60 --out "$dir/out" --json "$dir/report.json" > "$dir/log" 2>&1 & p=$!
+for i in $(seq 6000); do w=$(pgrep -P $p) && break; sleep 0.01; done
+sleep 1; kill -KILL $w; sleep 1; kill -INT $p; wait $p; echo "exit=$? worker=$w"
+[ -n "$writer" ] && kill $writer
+cat "$dir/log"
+)";
+    const Result r = run_shell("bash " + dir + "/kill.sh " + dir + " " + RECHECK_BINARY + " " + (counted ? "1" : "0"));
+    EXPECT_NE(r.output.find(counted ? "exit=130" : "exit=1 "), std::string::npos) << counted << ": " << r.output;
+    EXPECT_EQ(r.output.find_first_of("0123456789", r.output.find("worker=")), r.output.find("worker=") + 7) << r.output;
+    const nlohmann::json report = nlohmann::json::parse(std::ifstream(dir + "/report.json"));
+    EXPECT_EQ(report.at("crashes"), counted ? 0 : 1) << report.dump();
+    EXPECT_EQ(report.at("skipped"), counted ? 1 : 0) << report.dump();
+    EXPECT_GT(report.at("cases").get<int64_t>(), 1) << "the run went on after the killed case: " << report.dump();
+    if (counted) {
+      EXPECT_NE(r.output.find("skipped: 1 cases too large for the memory (first, case "), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find("killed by the kernel's out-of-memory killer"), std::string::npos) << r.output;
+      EXPECT_EQ(r.output.find("crash"), std::string::npos) << r.output;
+    } else {
+      EXPECT_NE(r.output.find("the worker process was killed by signal 9"), std::string::npos) << r.output;
+    }
+  }
+}
+
 TEST(Cli, a_case_that_crashes_the_variant_is_a_finding_and_the_run_goes_on) {
   const std::string out = ::testing::TempDir() + "/crashes";
   std::filesystem::remove_all(out);
