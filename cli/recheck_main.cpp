@@ -297,7 +297,7 @@ expected to raise no alarm on the correct variant `clearing`. Property "runs-to-
 classification "crash" (a crash finding of `recheck run`) means the variant crashes the process
 checking the case: that variant is checked in a child process. Prints one line per expectation;
 an expectation this build or machine cannot check (a Python variant without the bridge, a CUDA
-case without CUDA) is printed as skipped. --limits as for show.
+case without CUDA, a case too large for its memory) is printed as skipped. --limits as for show.
 Exit codes: 0 every expectation holds; 1 one does not; 2 a file is not a valid case.
 )";
 
@@ -557,6 +557,18 @@ struct WorkerOutcome {
   std::string error;  // what it said when it stopped on an exception (prepare's, say)
 };
 
+// Writes all of `text` to `fd`, in one write where the pipe has room; false when it cannot
+// (EPIPE: SIGPIPE is ignored).
+bool write_all(int fd, const std::string& text) {
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
 // Ends a worker process, writing "error TEXT" first when it stopped on an exception, TEXT the
 // line recheck would print for it without a worker: its parent reports it, with what it knows
 // of the worker's end.
@@ -567,9 +579,10 @@ struct WorkerOutcome {
 }
 
 // Forks a worker that checks cases from `first` on and writes one line per case to a pipe:
-// "start N" before case N, its verdicts as JSON after it, "done" at the end, or "error TEXT" when
-// it stops on an exception. `prepare` runs in the worker before the first case; if it throws,
-// the worker stops before any case, saying why.
+// "start N K" before case N (K: the out-of-memory kills so far, oom_kills), its verdicts as
+// JSON after it, "done" at the end, or "error TEXT" when it stops on an exception. `prepare`
+// runs in the worker before the first case; if it throws, the worker stops before any case,
+// saying why.
 template <typename Prepare, typename ShouldStop, typename Check, typename Handle>
 WorkerOutcome run_worker(int64_t first, const Prepare& prepare, const ShouldStop& should_stop, const Check& check,
                          const Handle& handle) {
@@ -587,19 +600,24 @@ WorkerOutcome run_worker(int64_t first, const Prepare& prepare, const ShouldStop
     if (getppid() != parent) std::_Exit(1);
     close(fds[0]);
     FILE* out = fdopen(fds[1], "w");
+    // A case's result is sent with the next "start" (or "done") in one write: to its parent the
+    // worker is never between cases, where a kill (the out-of-memory killer's, say) could not be
+    // put down to a case. The kernel's count of out-of-memory kills is read here, before each
+    // case, as the parent may be busy writing the last case's finding when a kill comes.
+    std::string pending;
     try {
       prepare();
       for (int64_t index = first; !should_stop(index); ++index) {
-        std::fprintf(out, "start %lld\n", static_cast<long long>(index));
-        std::fflush(out);
-        const std::string line = result_line(index, check(index));
-        std::fprintf(out, "%s\n", line.c_str());
-        std::fflush(out);
+        pending += "start " + std::to_string(index) + " " + std::to_string(oom_kills()) + "\n";
+        write_all(fds[1], pending);
+        pending = result_line(index, check(index)) + "\n";
       }
-      std::fprintf(out, "done\n");
+      pending += "done\n";
     } catch (const std::exception& error) {
+      write_all(fds[1], pending);
       end_worker(out, &error);
     }
+    write_all(fds[1], pending);
     end_worker(out, nullptr);
   }
   close(fds[1]);
@@ -616,9 +634,10 @@ WorkerOutcome run_worker(int64_t first, const Prepare& prepare, const ShouldStop
     if (line == "done") {
       outcome.finished = true;
     } else if (line.rfind("start ", 0) == 0) {
-      in_progress = std::stoll(line.substr(6));
+      std::size_t end = 0;
+      in_progress = std::stoll(line.substr(6), &end);
+      kills_before = std::stoll(line.substr(6 + end));
       outcome.started = true;
-      kills_before = oom_kills();
     } else if (line.rfind("error ", 0) == 0) {
       outcome.error = line.substr(6);
     } else {
@@ -719,15 +738,7 @@ class CaseWorker {
 
  private:
   // False when the worker is gone (EPIPE: SIGPIPE is ignored).
-  bool send(const std::string& line) {
-    for (std::size_t done = 0; done < line.size();) {
-      const ssize_t n = write(to_worker_, line.data() + done, line.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      done += static_cast<std::size_t>(n);
-    }
-    return true;
-  }
+  bool send(const std::string& line) { return write_all(to_worker_, line); }
 
   void start() {
     int to[2];
@@ -1271,7 +1282,7 @@ int command_minimize(const Args& args) {
     }
     if (g_interrupted) {
       std::cout << "interrupted: clearing's check of the smallest case was cut short; its expectation is left out\n";
-    } else if (correct && !correct->has_alarm()) {
+    } else if (correct && correct->skipped.empty() && !correct->has_alarm()) {
       smallest.expect.push_back(Expectation{"clearing", "*", "no-alarm"});
     }
   }
@@ -1421,13 +1432,18 @@ int command_replay(const Args& args) {
       const IsolatedCheck& isolated = results.at(e.sut);
       static const CaseResult kNone;
       const CaseResult& result = isolated.result ? *isolated.result : kNone;
+      if (isolated.result && !result.skipped.empty()) {
+        // Too large for this machine's memory: it cannot tell, as `run` counts such a case.
+        ++skipped;
+        std::cout << "skip  " << file << "  " << e.sut << " " << e.property << " " << e.classification << " ("
+                  << result.skipped << ")\n";
+        continue;
+      }
       std::string got;
       if (!isolated.result) {
         got = kCrash;
       } else if (e.property == kCrashProperty) {
         got = "no crash";
-      } else if (!result.skipped.empty()) {
-        got = "skipped (" + result.skipped + ")";
       } else if (e.property == "*") {
         const auto alarm = find_alarm(result);
         got = alarm ? alarm->property + " " + to_string(alarm->classification) : "no-alarm";
@@ -1446,7 +1462,7 @@ int command_replay(const Args& args) {
   }
   if (held + failed + skipped == 0) throw UsageError("no case file (*.json) under the paths given");
   std::cout << held << " expectations hold, " << failed << " do not"
-            << (skipped > 0 ? ", " + std::to_string(skipped) + " skipped (they need the Python bridge or a device)" : "")
+            << (skipped > 0 ? ", " + std::to_string(skipped) + " skipped (they need the Python bridge, a device or more memory)" : "")
             << "\n";
   if (args.has("json")) {
     write_json_report(args.get("json", "-"), {{"tool", "recheck"}, {"command", "replay"}, {"oracle", oracle->name()},

@@ -187,41 +187,67 @@ TEST(Cli, ctrl_c_or_sigterm_stops_a_run_inside_a_slow_case) {
 // skipped, not reported as a crash of the variant. recheck tells by the kernel's count of such
 // kills (/proc/vmstat), read here from a FIFO that counts up at every read (as if the kernel
 // killed a process during every case), or from a file that never changes: the same SIGKILL is
-// then a crash.
+// then a crash. `run`'s worker, and the one `repro` checks its case in (a case that takes
+// minutes, killed a second in).
 TEST(Cli, a_worker_the_out_of_memory_killer_ends_is_a_skipped_case_not_a_crash) {
-  for (const bool counted : {true, false}) {
-    const std::string dir = ::testing::TempDir() + "/oom-killed";
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    const std::string vmstat = dir + "/vmstat";
-    std::ofstream(dir + "/kill.sh") << R"(set -u
-dir=$1; recheck=$2; counted=$3
+  const std::string dir = ::testing::TempDir() + "/oom-killed";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  nlohmann::json chain = nlohmann::json::array();
+  for (int i = 0; i < 60; ++i) chain.push_back({{"op", "matmul"}, {"a", i}, {"b", 0}});
+  std::ofstream(dir + "/slow.json") << nlohmann::json{
+      {"format", "recheck-case"}, {"version", 1}, {"device", "cpu"}, {"dtype", "float32"}, {"iterations", 1}, {"seed", 7},
+      {"leaves", {{{"fill", "randn"}, {"requires_grad", true}, {"shape", {2048, 2048}}}}},
+      {"root", {{"ops", {{{"op", "checkpoint"}, {"distribute", false}, {"args", {{{"ref", 0}}}},
+                          {"body", {{"ops", chain}, {"outputs", {60}}}}}}},
+                {"outputs", {1}}}}}.dump();
+  std::ofstream(dir + "/kill.sh") << R"(set -u
+dir=$1; recheck=$2; counted=$3; shift 3
+rm -f "$dir/vmstat"
+writer=
+trap '[ -n "$writer" ] && kill $writer' EXIT
 if [ "$counted" = 1 ]; then
   mkfifo "$dir/vmstat"
   # A reader that closes before a write is no reason to stop (SIGPIPE ignored).
   (trap '' PIPE; i=0; while :; do echo "oom_kill $i" 2> /dev/null > "$dir/vmstat"; i=$((i + 1)); done) & writer=$!
 else
-  echo "oom_kill 7" > "$dir/vmstat"; writer=
+  echo "oom_kill 7" > "$dir/vmstat"
 fi
-RECHECK_VMSTAT="$dir/vmstat" "$recheck" run --seed 1 --seconds 60 --out "$dir/out" --json "$dir/report.json" > "$dir/log" 2>&1 & p=$!
+RECHECK_VMSTAT="$dir/vmstat" "$recheck" "$@" > "$dir/log" 2>&1 & p=$!
 for i in $(seq 6000); do w=$(pgrep -P $p) && break; sleep 0.01; done
-sleep 1; kill -KILL $w; sleep 1; kill -INT $p; wait $p; echo "exit=$? worker=$w"
-[ -n "$writer" ] && kill $writer
+sleep 1; kill -KILL $w; sleep 1; kill -INT $p 2> /dev/null; wait $p; echo "exit=$? worker=$w"
 cat "$dir/log"
 )";
-    const Result r = run_shell("bash " + dir + "/kill.sh " + dir + " " + RECHECK_BINARY + " " + (counted ? "1" : "0"));
-    EXPECT_NE(r.output.find(counted ? "exit=130" : "exit=1 "), std::string::npos) << counted << ": " << r.output;
+  auto kill_worker = [&](bool counted, const std::string& command) {
+    const Result r = run_shell("bash " + dir + "/kill.sh " + dir + " " + RECHECK_BINARY + " " + (counted ? "1 " : "0 ") + command);
+    // A worker was there to kill, or the test would show nothing.
     EXPECT_EQ(r.output.find_first_of("0123456789", r.output.find("worker=")), r.output.find("worker=") + 7) << r.output;
+    return r.output;
+  };
+  for (const bool counted : {true, false}) {
+    const std::string output =
+        kill_worker(counted, "run --seed 1 --seconds 60 --out " + dir + "/out --json " + dir + "/report.json");
+    EXPECT_NE(output.find(counted ? "exit=130" : "exit=1 "), std::string::npos) << counted << ": " << output;
     const nlohmann::json report = nlohmann::json::parse(std::ifstream(dir + "/report.json"));
     EXPECT_EQ(report.at("crashes"), counted ? 0 : 1) << report.dump();
     EXPECT_EQ(report.at("skipped"), counted ? 1 : 0) << report.dump();
     EXPECT_GT(report.at("cases").get<int64_t>(), 1) << "the run went on after the killed case: " << report.dump();
     if (counted) {
-      EXPECT_NE(r.output.find("skipped: 1 cases too large for the memory (first, case "), std::string::npos) << r.output;
-      EXPECT_NE(r.output.find("killed by the kernel's out-of-memory killer"), std::string::npos) << r.output;
-      EXPECT_EQ(r.output.find("crash"), std::string::npos) << r.output;
+      EXPECT_NE(output.find("skipped: 1 cases too large for the memory (first, case "), std::string::npos) << output;
+      EXPECT_NE(output.find("killed by the kernel's out-of-memory killer"), std::string::npos) << output;
+      EXPECT_EQ(output.find("crash"), std::string::npos) << output;
     } else {
-      EXPECT_NE(r.output.find("the worker process was killed by signal 9"), std::string::npos) << r.output;
+      EXPECT_NE(output.find("the worker process was killed by signal 9"), std::string::npos) << output;
+    }
+    const std::string repro = kill_worker(counted, "repro " + dir + "/slow.json");
+    if (counted) {
+      EXPECT_NE(repro.find("exit=0 "), std::string::npos) << repro;
+      EXPECT_NE(repro.find("skipped: the check process was killed by the kernel's out-of-memory killer"),
+                std::string::npos) << repro;
+      EXPECT_EQ(repro.find("crash"), std::string::npos) << repro;
+    } else {
+      EXPECT_NE(repro.find("exit=1 "), std::string::npos) << repro;
+      EXPECT_NE(repro.find("crash: the check process was killed by signal 9"), std::string::npos) << repro;
     }
   }
 }
@@ -579,8 +605,8 @@ TEST(Cli, a_newline_in_a_file_name_keeps_the_error_on_one_line) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
   EXPECT_NE(r.output.find("bad\\nname.json: not valid JSON"), std::string::npos) << r.output;
-  // An error raised in a worker process reads as the same one line as without workers (the
-  // worker wrote a space for the newline).
+  // An error raised in a worker process reads as the same one line as without workers (a
+  // worker used to write a space for the newline).
   if (recheck::compat::cuda_available()) return;
   nlohmann::json j = nlohmann::json::parse(std::ifstream(kSeeds + "nested-three-deep.json"));
   j["device"] = "cuda";
