@@ -360,38 +360,143 @@ void validate_ref(int ref, int available, const std::string& path) {
   }
 }
 
-void validate_segment(const Segment& segment, int input_count, int depth, const std::string& path, const Limits& limits) {
+// The most dimensions a leaf may have. Validation works out the shape of every value, and a
+// hostile file could otherwise make it hold 100,000 copies of a shape millions of dimensions
+// long; libtorch's own kernels (TensorIterator) take at most 25.
+constexpr std::size_t kMaxDimensions = 64;
+
+// What validation knows of a value: a tensor's shape, or nothing (not a tensor, or made by an
+// op whose inputs do not fit together, which raises when it runs). The ops follow libtorch's
+// rules, so that a value's size is known before anything is allocated for it.
+using Shape = std::optional<std::vector<int64_t>>;
+
+int64_t element_count(const std::vector<int64_t>& shape) {
+  int64_t elements = 1;
+  for (int64_t d : shape) elements = saturating_times(elements, d);
+  return elements;
+}
+
+// Broadcasting (at::add and the like): sizes aligned from the right, equal or one of them 1.
+Shape broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  std::vector<int64_t> out(std::max(a.size(), b.size()));
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    const int64_t da = k < a.size() ? a[a.size() - 1 - k] : 1;
+    const int64_t db = k < b.size() ? b[b.size() - 1 - k] : 1;
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[out.size() - 1 - k] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// at::matmul: dot, matrix-vector, vector-matrix, matrix-matrix, and batches of them, the batch
+// sizes broadcast.
+Shape matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  if (a.empty() || b.empty()) return std::nullopt;
+  const int64_t k_a = a.back();
+  const int64_t k_b = b.size() == 1 ? b[0] : b[b.size() - 2];
+  if (k_a != k_b) return std::nullopt;
+  if (a.size() <= 2 && b.size() <= 2) {
+    std::vector<int64_t> out;
+    if (a.size() == 2) out.push_back(a[0]);
+    if (b.size() == 2) out.push_back(b[1]);
+    return out;
+  }
+  const std::vector<int64_t> batch_a(a.begin(), a.end() - std::min<std::ptrdiff_t>(2, static_cast<std::ptrdiff_t>(a.size())));
+  const std::vector<int64_t> batch_b(b.begin(), b.end() - std::min<std::ptrdiff_t>(2, static_cast<std::ptrdiff_t>(b.size())));
+  Shape out = broadcast_shape(batch_a, batch_b);
+  if (!out) return std::nullopt;
+  if (a.size() >= 2) out->push_back(a[a.size() - 2]);
+  if (b.size() >= 2) out->push_back(b.back());
+  return out;
+}
+
+// The shape of the value `op` makes from values of shapes `in` (the ops of one output).
+Shape output_shape(const Op& op, const std::vector<Shape>& in) {
+  const auto known = [&](int ref) -> const std::vector<int64_t>* { return in[ref] ? &*in[ref] : nullptr; };
+  if (const auto* binary = std::get_if<Binary>(&op)) {
+    const auto* a = known(binary->a);
+    const auto* b = known(binary->b);
+    return a && b ? broadcast_shape(*a, *b) : std::nullopt;
+  }
+  if (const auto* matmul = std::get_if<Matmul>(&op)) {
+    const auto* a = known(matmul->a);
+    const auto* b = known(matmul->b);
+    return a && b ? matmul_shape(*a, *b) : std::nullopt;
+  }
+  if (std::holds_alternative<Reduce>(op) || std::holds_alternative<Argmax>(op)) {
+    return in[op_inputs(op)[0]] ? Shape(std::vector<int64_t>{}) : std::nullopt;
+  }
+  Shape x = in[op_inputs(op)[0]];  // unary, in-place, random, raise: the input's shape
+  if (const auto* view = std::get_if<View>(&op); view && x) {
+    switch (view->fn) {
+      case View::Fn::transpose:
+        if (x->size() >= 2) std::swap((*x)[x->size() - 2], x->back());
+        break;
+      case View::Fn::narrow:
+        if (!x->empty()) {
+          if ((*x)[0] == 0) return std::nullopt;
+          (*x)[0] = std::max<int64_t>(1, (*x)[0] / 2);
+        }
+        break;
+      case View::Fn::flatten: x = std::vector<int64_t>{element_count(*x)}; break;
+    }
+  }
+  return x;
+}
+
+// Checks a segment whose inputs have shapes `inputs`; gives its outputs' shapes.
+std::vector<Shape> validate_segment(const Segment& segment, std::vector<Shape> values, int depth,
+                                    const std::string& path, const Limits& limits) {
   if (depth > limits.depth) throw CaseError(path + ": " + over_limit("nesting depth", depth, "depth", limits.depth));
-  int available = input_count;
   for (size_t i = 0; i < segment.ops.size(); ++i) {
     const Op& op = segment.ops[i];
+    const int available = static_cast<int>(values.size());
     const std::string op_path = path + ".ops[" + std::to_string(i) + "]";
+    std::vector<Shape> made;
     if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) {
+      std::vector<Shape> args;
       for (size_t a = 0; a < checkpoint->args.size(); ++a) {
         if (const auto* ref = std::get_if<Ref>(&checkpoint->args[a])) {
           validate_ref(ref->value, available, op_path + ".args[" + std::to_string(a) + "].ref");
+          args.push_back(values[ref->value]);
+        } else {
+          args.push_back(std::nullopt);  // a literal
         }
       }
-      validate_segment(*checkpoint->body, static_cast<int>(checkpoint->args.size()), depth + 1,
-                       op_path + ".body", limits);
+      made = validate_segment(*checkpoint->body, std::move(args), depth + 1, op_path + ".body", limits);
     } else if (const auto* fork = std::get_if<Fork>(&op)) {
+      std::vector<Shape> args;
       for (size_t a = 0; a < fork->args.size(); ++a) {
         validate_ref(fork->args[a], available, op_path + ".args[" + std::to_string(a) + "]");
+        args.push_back(values[fork->args[a]]);
       }
-      validate_segment(*fork->body, static_cast<int>(fork->args.size()), depth + 1, op_path + ".body", limits);
+      made = validate_segment(*fork->body, std::move(args), depth + 1, op_path + ".body", limits);
     } else {
       for (int ref : op_inputs(op)) validate_ref(ref, available, op_path);
+      if (op_output_count(op) == 1) {
+        made.push_back(output_shape(op, values));
+        // A leaf within the limits can still make a value far over them ([n, 1] + [1, n]):
+        // each value an op makes is held to the leaves' element limit too.
+        if (made.back() && element_count(*made.back()) > limits.leaf_elements) {
+          throw CaseError(op_path + ": makes a tensor whose " +
+                          over_limit("element count", element_count(*made.back()), "leaf_elements",
+                                     limits.leaf_elements));
+        }
+      }
     }
     if (const auto* random = std::get_if<Random>(&op)) {
       if (random->fn == Random::Fn::dropout && !(random->p >= 0.0 && random->p < 1.0)) {
         throw CaseError(op_path + ".p: expected a dropout probability in [0, 1)");
       }
     }
-    available += op_output_count(op);
+    values.insert(values.end(), made.begin(), made.end());
   }
+  std::vector<Shape> outputs;
   for (size_t o = 0; o < segment.outputs.size(); ++o) {
-    validate_ref(segment.outputs[o], available, path + ".outputs[" + std::to_string(o) + "]");
+    validate_ref(segment.outputs[o], static_cast<int>(values.size()), path + ".outputs[" + std::to_string(o) + "]");
+    outputs.push_back(values[segment.outputs[o]]);
   }
+  return outputs;
 }
 
 void stats_of(const Segment& segment, int depth, CaseStats& s) {
@@ -674,6 +779,10 @@ void validate(const Case& c, const Limits& limits) {
     if (leaf.requires_grad && (dtype == DType::int64 || dtype == DType::boolean)) {
       throw CaseError(path + ".requires_grad: only floating leaves can require grad");
     }
+    if (leaf.shape.size() > kMaxDimensions) {
+      throw CaseError(path + ".shape: " + std::to_string(leaf.shape.size()) + " dimensions, more than " +
+                      std::to_string(kMaxDimensions) + " (a fixed bound: every value's shape is worked out before the case runs)");
+    }
     int64_t elements = 1;
     for (int64_t d : leaf.shape) {
       if (d < 0) throw CaseError(path + ".shape: a negative size");
@@ -690,7 +799,9 @@ void validate(const Case& c, const Limits& limits) {
   }
   const CaseStats s = stats(c);
   if (s.ops > limits.ops) throw CaseError("case: " + over_limit("op count", s.ops, "ops", limits.ops));
-  validate_segment(c.root, static_cast<int>(c.leaves.size()), 0, "case.root", limits);
+  std::vector<Shape> leaves;
+  for (const Leaf& leaf : c.leaves) leaves.emplace_back(leaf.shape);
+  validate_segment(c.root, std::move(leaves), 0, "case.root", limits);
 }
 
 namespace {

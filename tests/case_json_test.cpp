@@ -5,10 +5,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
+#include <ATen/ATen.h>
+
 #include "core/case.h"
+#include "core/errors.h"
 #include "properties/generator.h"
 
 namespace recheck {
@@ -296,6 +300,115 @@ TEST(CaseLimits, a_case_as_deep_as_the_depth_ceiling_is_read_shown_and_written) 
   EXPECT_EQ(stats(c).max_depth, 256);
   EXPECT_NE(show(c).find("tanh"), std::string::npos);
   EXPECT_EQ(to_json(c).dump(), text);
+}
+
+// Two leaves well within the limits can make a value far over them: [65536, 1] * [1, 65536] is
+// 2^32 elements (16 GiB of float32) from 512 KiB of leaves, and was allocated (or killed the
+// process) before. Every value an op makes is held to leaf_elements too, its shape worked out
+// by libtorch's rules before anything runs.
+json two_leaves(std::vector<int64_t> a, std::vector<int64_t> b, const json& ops, int output) {
+  json j = minimal();
+  j["leaves"] = {{{"shape", a}, {"requires_grad", false}, {"fill", "ones"}},
+                 {{"shape", b}, {"requires_grad", false}, {"fill", "ones"}}};
+  j["root"] = {{"ops", ops}, {"outputs", {output}}};
+  return j;
+}
+
+TEST(CaseLimits, a_value_an_op_makes_is_held_to_the_element_limit_too) {
+  const json add = {{{"op", "binary"}, {"fn", "add"}, {"a", 0}, {"b", 1}}};
+  EXPECT_EQ(load_error(two_leaves({4096, 1}, {1, 4096}, add, 2)), "no error");  // 2^24: the limit
+  EXPECT_EQ(load_error(two_leaves({4097, 1}, {1, 4096}, add, 2)),
+            "case.root.ops[0]: makes a tensor whose element count 16781312 is over the limit leaf_elements=16777216 "
+            "(raise it with --limits leaf_elements=N)");
+  EXPECT_EQ(load_error(two_leaves({4097, 1}, {1, 4096}, add, 2), parse_limits("leaf_elements=16781312")), "no error");
+  // Inside a checkpoint body, through its arguments: an outer product.
+  const json outer = {{{"op", "checkpoint"}, {"distribute", false}, {"args", {{{"ref", 0}}, {{"ref", 1}}}},
+                       {"body", {{"ops", {{{"op", "matmul"}, {"a", 0}, {"b", 1}}}}, {"outputs", {2}}}}}};
+  EXPECT_NE(load_error(two_leaves({65536, 1}, {1, 65536}, outer, 2))
+                .find("case.root.ops[0].body.ops[0]: makes a tensor whose element count 4294967296 is over the limit"),
+            std::string::npos);
+  // Batched matmul broadcasts the batch sizes: [8, 1, 64, 1] @ [8, 1, 64] is [8, 8, 64, 64].
+  const json batched = {{{"op", "matmul"}, {"a", 0}, {"b", 1}}};
+  EXPECT_EQ(load_error(two_leaves({8, 1, 64, 1}, {8, 1, 64}, batched, 2), parse_limits("leaf_elements=262144")),
+            "no error");
+  EXPECT_NE(load_error(two_leaves({8, 1, 64, 1}, {8, 1, 64}, batched, 2), parse_limits("leaf_elements=262143"))
+                .find("element count 262144 is over"),
+            std::string::npos);
+  // Views change the shape the next op sees: transposed, [3, 5] @ [3, 5] is [5, 5]; narrowed and
+  // flattened, [6, 4] is [3, 4] and then [12], and [12] * [12, 1] is [12, 12].
+  const json transposed = {{{"op", "view"}, {"fn", "transpose"}, {"x", 0}}, {{"op", "matmul"}, {"a", 2}, {"b", 1}}};
+  EXPECT_NE(load_error(two_leaves({3, 5}, {3, 5}, transposed, 3), parse_limits("leaf_elements=24"))
+                .find("case.root.ops[1]: makes a tensor whose element count 25 is over"),
+            std::string::npos);
+  const json narrowed = {{{"op", "view"}, {"fn", "narrow"}, {"x", 0}},
+                         {{"op", "view"}, {"fn", "flatten"}, {"x", 2}},
+                         {{"op", "binary"}, {"fn", "mul"}, {"a", 3}, {"b", 1}}};
+  EXPECT_NE(load_error(two_leaves({6, 4}, {12, 1}, narrowed, 4), parse_limits("leaf_elements=143"))
+                .find("case.root.ops[2]: makes a tensor whose element count 144 is over"),
+            std::string::npos) << load_error(two_leaves({6, 4}, {12, 1}, narrowed, 4), parse_limits("leaf_elements=143"));
+  // Shapes that do not fit together make a case whose op raises when it runs: still a case.
+  EXPECT_EQ(load_error(two_leaves({3}, {4}, add, 2)), "no error");
+  EXPECT_EQ(load_error(two_leaves({3, 4}, {3, 4}, batched, 2)), "no error");
+  // A leaf of 65 dimensions is refused: the shapes worked out must stay small.
+  json j = minimal();
+  j["leaves"][0]["shape"] = std::vector<int64_t>(65, 1);
+  EXPECT_EQ(load_error(j), "case.leaves[0].shape: 65 dimensions, more than 64 (a fixed bound: every value's shape is "
+                           "worked out before the case runs)");
+}
+
+// The shapes validation works out are libtorch's: for random shapes (ranks 0 to 4, sizes 1 to
+// 3) of add, matmul and the views, the value is refused exactly when what libtorch makes is
+// over the limit, and an op libtorch refuses leaves the case valid.
+TEST(CaseLimits, the_shapes_worked_out_are_the_ones_libtorch_makes) {
+  skip_libtorch_backtraces();  // a thousand refusals, each otherwise a stack walk
+  std::mt19937 random(20261130);
+  auto draw_shape = [&] {
+    std::vector<int64_t> shape(random() % 5);
+    for (int64_t& d : shape) d = 1 + static_cast<int64_t>(random() % 3);
+    return shape;
+  };
+  const json ops[] = {
+      {{{"op", "binary"}, {"fn", "add"}, {"a", 0}, {"b", 1}}},
+      {{{"op", "matmul"}, {"a", 0}, {"b", 1}}},
+      {{{"op", "view"}, {"fn", "transpose"}, {"x", 0}}, {{"op", "matmul"}, {"a", 2}, {"b", 1}}},
+      {{{"op", "view"}, {"fn", "narrow"}, {"x", 0}}, {{"op", "binary"}, {"fn", "mul"}, {"a", 2}, {"b", 1}}},
+      {{{"op", "view"}, {"fn", "flatten"}, {"x", 0}}, {{"op", "matmul"}, {"a", 1}, {"b", 2}}},
+  };
+  int checked = 0;
+  int refused_by_torch = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const std::vector<int64_t> a = draw_shape();
+    const std::vector<int64_t> b = draw_shape();
+    const int which = static_cast<int>(random() % std::size(ops));
+    const at::Tensor x = at::ones(a);
+    const at::Tensor y = at::ones(b);
+    std::optional<int64_t> made;
+    try {
+      switch (which) {
+        case 0: made = at::add(x, y).numel(); break;
+        case 1: made = at::matmul(x, y).numel(); break;
+        case 2: made = at::matmul(x.dim() >= 2 ? x.transpose(-2, -1) : x, y).numel(); break;
+        case 3: made = at::mul(x.dim() >= 1 ? x.narrow(0, 0, std::max<int64_t>(1, x.size(0) / 2)) : x, y).numel(); break;
+        case 4: made = at::matmul(y, x.reshape({-1})).numel(); break;
+      }
+    } catch (const c10::Error&) {
+      ++refused_by_torch;
+    }
+    const json j = two_leaves(a, b, ops[which], static_cast<int>(ops[which].size()) + 1);
+    const int64_t leaves = std::max(x.numel(), y.numel());
+    const std::string what = "op " + std::to_string(which) + " on " + json(a).dump() + ", " + json(b).dump();
+    if (!made || *made <= leaves) {
+      EXPECT_EQ(load_error(j, parse_limits("leaf_elements=" + std::to_string(leaves))), "no error") << what;
+    } else {
+      EXPECT_NE(load_error(j, parse_limits("leaf_elements=" + std::to_string(leaves)))
+                    .find("makes a tensor whose element count " + std::to_string(*made) + " is over"),
+                std::string::npos) << what;
+      EXPECT_EQ(load_error(j, parse_limits("leaf_elements=" + std::to_string(*made))), "no error") << what;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 100);  // enough values over their leaves' size to mean something
+  EXPECT_GT(refused_by_torch, 300);
 }
 
 TEST(CaseLimits, huge_numbers_do_not_overflow_the_element_count) {
