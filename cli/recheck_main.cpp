@@ -1256,7 +1256,7 @@ int command_minimize(const Args& args) {
     if (crash && isolate) worker.stop();
     if (g_interrupted) return false;  // a candidate cut short shows nothing
     return crash ? !checked.result : checked.result && shows(*checked.result, *signature);
-  }, &reduce_stats, [] { return g_interrupted.load(); });
+  }, &reduce_stats, [] { return g_interrupted.load(); }, limits);
   worker.stop();
   const bool interrupted = g_interrupted;
   const CaseStats before = stats(original);

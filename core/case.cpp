@@ -365,10 +365,13 @@ void validate_ref(int ref, int available, const std::string& path) {
 // long; libtorch's own kernels (TensorIterator) take at most 25.
 constexpr std::size_t kMaxDimensions = 64;
 
-// What validation knows of a value: a tensor's shape, or nothing (not a tensor, or made by an
-// op whose inputs do not fit together, which raises when it runs). The ops follow libtorch's
-// rules, so that a value's size is known before anything is allocated for it.
-using Shape = std::optional<std::vector<int64_t>>;
+// What validation knows of a value: a tensor's shape, or nothing (null: not a tensor, or made by
+// an op whose inputs do not fit together, which raises when it runs). The ops follow libtorch's
+// rules, so that a value's size is known before anything is allocated for it. Shared, not
+// copied: a hostile file's fork of millions of arguments must not copy a shape per argument.
+using Shape = std::shared_ptr<const std::vector<int64_t>>;
+
+Shape make_shape(std::vector<int64_t> dims) { return std::make_shared<const std::vector<int64_t>>(std::move(dims)); }
 
 int64_t element_count(const std::vector<int64_t>& shape) {
   int64_t elements = 1;
@@ -377,7 +380,7 @@ int64_t element_count(const std::vector<int64_t>& shape) {
 }
 
 // Broadcasting (at::add and the like): sizes aligned from the right, equal or one of them 1.
-Shape broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+std::optional<std::vector<int64_t>> broadcast_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
   std::vector<int64_t> out(std::max(a.size(), b.size()));
   for (std::size_t k = 0; k < out.size(); ++k) {
     const int64_t da = k < a.size() ? a[a.size() - 1 - k] : 1;
@@ -389,59 +392,72 @@ Shape broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>&
 }
 
 // at::matmul: dot, matrix-vector, vector-matrix, matrix-matrix, and batches of them, the batch
-// sizes broadcast.
-Shape matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+// sizes broadcast. `copies`: the most elements of an operand expanded to the batch sizes, which
+// libtorch's batched path makes when it cannot fold the batch into a matrix product (bounded as
+// if it never could: a case that would fit when folded may be refused).
+std::optional<std::vector<int64_t>> matmul_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                                                int64_t* copies) {
+  *copies = 0;
   if (a.empty() || b.empty()) return std::nullopt;
-  const int64_t k_a = a.back();
-  const int64_t k_b = b.size() == 1 ? b[0] : b[b.size() - 2];
-  if (k_a != k_b) return std::nullopt;
+  const int64_t k = a.back();
+  if (k != (b.size() == 1 ? b[0] : b[b.size() - 2])) return std::nullopt;
   if (a.size() <= 2 && b.size() <= 2) {
     std::vector<int64_t> out;
     if (a.size() == 2) out.push_back(a[0]);
     if (b.size() == 2) out.push_back(b[1]);
     return out;
   }
-  const std::vector<int64_t> batch_a(a.begin(), a.end() - std::min<std::ptrdiff_t>(2, static_cast<std::ptrdiff_t>(a.size())));
-  const std::vector<int64_t> batch_b(b.begin(), b.end() - std::min<std::ptrdiff_t>(2, static_cast<std::ptrdiff_t>(b.size())));
-  Shape out = broadcast_shape(batch_a, batch_b);
+  const auto batch_of = [](const std::vector<int64_t>& x) {
+    return std::vector<int64_t>(x.begin(), x.end() - std::min<std::ptrdiff_t>(2, static_cast<std::ptrdiff_t>(x.size())));
+  };
+  std::optional<std::vector<int64_t>> out = broadcast_dims(batch_of(a), batch_of(b));
   if (!out) return std::nullopt;
-  if (a.size() >= 2) out->push_back(a[a.size() - 2]);
-  if (b.size() >= 2) out->push_back(b.back());
+  const int64_t batch = element_count(*out);
+  const int64_t n = a.size() >= 2 ? a[a.size() - 2] : 1;
+  const int64_t m = b.size() >= 2 ? b.back() : 1;
+  *copies = std::max(saturating_times(batch, saturating_times(n, k)), saturating_times(batch, saturating_times(k, m)));
+  if (a.size() >= 2) out->push_back(n);
+  if (b.size() >= 2) out->push_back(m);
   return out;
 }
 
-// The shape of the value `op` makes from values of shapes `in` (the ops of one output).
-Shape output_shape(const Op& op, const std::vector<Shape>& in) {
-  const auto known = [&](int ref) -> const std::vector<int64_t>* { return in[ref] ? &*in[ref] : nullptr; };
+// The shape of the value `op` makes from values of shapes `in` (the ops of one output), and in
+// `copies` the elements of the largest temporary it makes on the way (matmul's batches).
+Shape output_shape(const Op& op, const std::vector<Shape>& in, int64_t* copies) {
+  *copies = 0;
   if (const auto* binary = std::get_if<Binary>(&op)) {
-    const auto* a = known(binary->a);
-    const auto* b = known(binary->b);
-    return a && b ? broadcast_shape(*a, *b) : std::nullopt;
+    const Shape& a = in[binary->a];
+    const Shape& b = in[binary->b];
+    if (!a || !b) return nullptr;
+    auto dims = broadcast_dims(*a, *b);
+    return dims ? make_shape(std::move(*dims)) : nullptr;
   }
   if (const auto* matmul = std::get_if<Matmul>(&op)) {
-    const auto* a = known(matmul->a);
-    const auto* b = known(matmul->b);
-    return a && b ? matmul_shape(*a, *b) : std::nullopt;
+    const Shape& a = in[matmul->a];
+    const Shape& b = in[matmul->b];
+    if (!a || !b) return nullptr;
+    auto dims = matmul_dims(*a, *b, copies);
+    return dims ? make_shape(std::move(*dims)) : nullptr;
   }
-  if (std::holds_alternative<Reduce>(op) || std::holds_alternative<Argmax>(op)) {
-    return in[op_inputs(op)[0]] ? Shape(std::vector<int64_t>{}) : std::nullopt;
+  const Shape& x = in[op_inputs(op)[0]];
+  if (!x) return nullptr;
+  if (std::holds_alternative<Reduce>(op) || std::holds_alternative<Argmax>(op)) return make_shape({});
+  const auto* view = std::get_if<View>(&op);
+  if (view == nullptr) return x;  // unary, in-place, random, raise: the input's shape
+  std::vector<int64_t> dims = *x;
+  switch (view->fn) {
+    case View::Fn::transpose:
+      if (dims.size() >= 2) std::swap(dims[dims.size() - 2], dims.back());
+      break;
+    case View::Fn::narrow:
+      if (!dims.empty()) {
+        if (dims[0] == 0) return nullptr;  // narrow(0, 0, 1) of nothing raises
+        dims[0] = std::max<int64_t>(1, dims[0] / 2);
+      }
+      break;
+    case View::Fn::flatten: dims = {element_count(dims)}; break;
   }
-  Shape x = in[op_inputs(op)[0]];  // unary, in-place, random, raise: the input's shape
-  if (const auto* view = std::get_if<View>(&op); view && x) {
-    switch (view->fn) {
-      case View::Fn::transpose:
-        if (x->size() >= 2) std::swap((*x)[x->size() - 2], x->back());
-        break;
-      case View::Fn::narrow:
-        if (!x->empty()) {
-          if ((*x)[0] == 0) return std::nullopt;
-          (*x)[0] = std::max<int64_t>(1, (*x)[0] / 2);
-        }
-        break;
-      case View::Fn::flatten: x = std::vector<int64_t>{element_count(*x)}; break;
-    }
-  }
-  return x;
+  return make_shape(std::move(dims));
 }
 
 // Checks a segment whose inputs have shapes `inputs`; gives its outputs' shapes.
@@ -460,7 +476,7 @@ std::vector<Shape> validate_segment(const Segment& segment, std::vector<Shape> v
           validate_ref(ref->value, available, op_path + ".args[" + std::to_string(a) + "].ref");
           args.push_back(values[ref->value]);
         } else {
-          args.push_back(std::nullopt);  // a literal
+          args.push_back(nullptr);  // a literal
         }
       }
       made = validate_segment(*checkpoint->body, std::move(args), depth + 1, op_path + ".body", limits);
@@ -474,13 +490,19 @@ std::vector<Shape> validate_segment(const Segment& segment, std::vector<Shape> v
     } else {
       for (int ref : op_inputs(op)) validate_ref(ref, available, op_path);
       if (op_output_count(op) == 1) {
-        made.push_back(output_shape(op, values));
+        int64_t copies = 0;
+        made.push_back(output_shape(op, values, &copies));
         // A leaf within the limits can still make a value far over them ([n, 1] + [1, n]):
-        // each value an op makes is held to the leaves' element limit too.
+        // each value an op makes, and each temporary on the way, is held to the leaves'
+        // element limit too.
         if (made.back() && element_count(*made.back()) > limits.leaf_elements) {
           throw CaseError(op_path + ": makes a tensor whose " +
                           over_limit("element count", element_count(*made.back()), "leaf_elements",
                                      limits.leaf_elements));
+        }
+        if (copies > limits.leaf_elements) {
+          throw CaseError(op_path + ": expands an operand to the batch sizes, a tensor whose " +
+                          over_limit("element count", copies, "leaf_elements", limits.leaf_elements));
         }
       }
     }
@@ -800,7 +822,7 @@ void validate(const Case& c, const Limits& limits) {
   const CaseStats s = stats(c);
   if (s.ops > limits.ops) throw CaseError("case: " + over_limit("op count", s.ops, "ops", limits.ops));
   std::vector<Shape> leaves;
-  for (const Leaf& leaf : c.leaves) leaves.emplace_back(leaf.shape);
+  for (const Leaf& leaf : c.leaves) leaves.push_back(make_shape(leaf.shape));
   validate_segment(c.root, std::move(leaves), 0, "case.root", limits);
 }
 

@@ -198,8 +198,9 @@ Case resize_dims(const Case& c, int64_t from, int64_t to) {
 
 class Reducer {
  public:
-  Reducer(const std::function<bool(const Case&)>& still_fails, ReduceStats* stats, const std::function<bool()>& stop)
-      : still_fails_(still_fails), stats_(stats), stop_(stop) {}
+  Reducer(const std::function<bool(const Case&)>& still_fails, ReduceStats* stats, const std::function<bool()>& stop,
+          const Limits& limits)
+      : still_fails_(still_fails), stats_(stats), stop_(stop), limits_(limits) {}
 
   // True once the caller asked to stop: every later attempt fails without building anything.
   bool stopped() {
@@ -213,7 +214,7 @@ class Reducer {
     Case candidate;
     try {
       candidate = make();
-      validate(candidate);
+      validate(candidate, limits_);
     } catch (const Impossible&) {
       return false;
     } catch (const CaseError&) {
@@ -289,15 +290,16 @@ class Reducer {
   const std::function<bool(const Case&)>& still_fails_;
   ReduceStats* stats_;
   const std::function<bool()>& stop_;
+  const Limits& limits_;
   bool stopped_ = false;
 };
 
 }  // namespace
 
 Case reduce_case(const Case& c, const std::function<bool(const Case&)>& still_fails, ReduceStats* stats,
-                 const std::function<bool()>& stop) {
+                 const std::function<bool()>& stop, const Limits& limits) {
   Case current = c;
-  Reducer reducer(still_fails, stats, stop);
+  Reducer reducer(still_fails, stats, stop, limits);
   while (reducer.pass(current) && !reducer.stopped()) {
   }
   return current;

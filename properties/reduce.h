@@ -23,8 +23,9 @@ struct ReduceStats {
 // no single step of the reducer's keeps it holding. `still_fails(c)` is assumed to hold on entry.
 // Once `stop` (when given) returns true, asked before each candidate is built, the reduction
 // ends at once with the smallest case kept so far: no further candidate is built or checked.
+// Candidates are validated under `limits`: those the case was read under.
 Case reduce_case(const Case& c, const std::function<bool(const Case&)>& still_fails, ReduceStats* stats = nullptr,
-                 const std::function<bool()>& stop = {});
+                 const std::function<bool()>& stop = {}, const Limits& limits = {});
 
 // What a failing case fails with: a property and how the pair of verdicts is classified.
 struct FailureSignature {

@@ -334,6 +334,13 @@ TEST(CaseLimits, a_value_an_op_makes_is_held_to_the_element_limit_too) {
   EXPECT_NE(load_error(two_leaves({8, 1, 64, 1}, {8, 1, 64}, batched, 2), parse_limits("leaf_elements=262143"))
                 .find("element count 262144 is over"),
             std::string::npos);
+  // Batched, libtorch expands each operand to the batch sizes first: [64, 1, 1, 64] @ [1, 64, 64, 1]
+  // makes [64, 64, 1, 1] (4,096 elements), on the way expanding each to 262,144.
+  EXPECT_EQ(load_error(two_leaves({64, 1, 1, 64}, {1, 64, 64, 1}, batched, 2), parse_limits("leaf_elements=262144")),
+            "no error");
+  EXPECT_EQ(load_error(two_leaves({64, 1, 1, 64}, {1, 64, 64, 1}, batched, 2), parse_limits("leaf_elements=262143")),
+            "case.root.ops[0]: expands an operand to the batch sizes, a tensor whose element count 262144 is over the "
+            "limit leaf_elements=262143 (raise it with --limits leaf_elements=N)");
   // Views change the shape the next op sees: transposed, [3, 5] @ [3, 5] is [5, 5]; narrowed and
   // flattened, [6, 4] is [3, 4] and then [12], and [12] * [12, 1] is [12, 12].
   const json transposed = {{{"op", "view"}, {"fn", "transpose"}, {"x", 0}}, {{"op", "matmul"}, {"a", 2}, {"b", 1}}};
@@ -356,25 +363,29 @@ TEST(CaseLimits, a_value_an_op_makes_is_held_to_the_element_limit_too) {
                            "worked out before the case runs)");
 }
 
-// The shapes validation works out are libtorch's: for random shapes (ranks 0 to 4, sizes 1 to
-// 3) of add, matmul and the views, the value is refused exactly when what libtorch makes is
-// over the limit, and an op libtorch refuses leaves the case valid.
+// The shapes validation works out are libtorch's: for random shapes (ranks 0 to 4, sizes 0 to
+// 3) of add, matmul and the views, an op libtorch refuses leaves the case valid, and for every
+// other the element count is libtorch's. A third leaf [1000, 1, 1, 1, 1] multiplies the result,
+// so that a count of 2 or more shows as over the limit, and an op whose shape validation could
+// not work out (it would let anything after it through) fails the test too.
 TEST(CaseLimits, the_shapes_worked_out_are_the_ones_libtorch_makes) {
   skip_libtorch_backtraces();  // a thousand refusals, each otherwise a stack walk
   std::mt19937 random(20261130);
   auto draw_shape = [&] {
     std::vector<int64_t> shape(random() % 5);
-    for (int64_t& d : shape) d = 1 + static_cast<int64_t>(random() % 3);
+    for (int64_t& d : shape) d = static_cast<int64_t>(random() % 4);
     return shape;
   };
+  constexpr int64_t kAmplifier = 1000;
+  // Values: v0 and v1 the drawn leaves, v2 the amplifier, then the ops'.
   const json ops[] = {
       {{{"op", "binary"}, {"fn", "add"}, {"a", 0}, {"b", 1}}},
       {{{"op", "matmul"}, {"a", 0}, {"b", 1}}},
-      {{{"op", "view"}, {"fn", "transpose"}, {"x", 0}}, {{"op", "matmul"}, {"a", 2}, {"b", 1}}},
-      {{{"op", "view"}, {"fn", "narrow"}, {"x", 0}}, {{"op", "binary"}, {"fn", "mul"}, {"a", 2}, {"b", 1}}},
-      {{{"op", "view"}, {"fn", "flatten"}, {"x", 0}}, {{"op", "matmul"}, {"a", 1}, {"b", 2}}},
+      {{{"op", "view"}, {"fn", "transpose"}, {"x", 0}}, {{"op", "matmul"}, {"a", 3}, {"b", 1}}},
+      {{{"op", "view"}, {"fn", "narrow"}, {"x", 0}}, {{"op", "binary"}, {"fn", "mul"}, {"a", 3}, {"b", 1}}},
+      {{{"op", "view"}, {"fn", "flatten"}, {"x", 0}}, {{"op", "matmul"}, {"a", 1}, {"b", 3}}},
   };
-  int checked = 0;
+  int amplified_over = 0;
   int refused_by_torch = 0;
   for (int trial = 0; trial < 3000; ++trial) {
     const std::vector<int64_t> a = draw_shape();
@@ -382,32 +393,57 @@ TEST(CaseLimits, the_shapes_worked_out_are_the_ones_libtorch_makes) {
     const int which = static_cast<int>(random() % std::size(ops));
     const at::Tensor x = at::ones(a);
     const at::Tensor y = at::ones(b);
+    // The operands of a matmul, for the copies its batched path makes (see matmul_dims).
+    std::optional<std::pair<at::Tensor, at::Tensor>> matmul;
     std::optional<int64_t> made;
     try {
       switch (which) {
         case 0: made = at::add(x, y).numel(); break;
-        case 1: made = at::matmul(x, y).numel(); break;
-        case 2: made = at::matmul(x.dim() >= 2 ? x.transpose(-2, -1) : x, y).numel(); break;
+        case 1: matmul.emplace(x, y); break;
+        case 2: matmul.emplace(x.dim() >= 2 ? x.transpose(-2, -1) : x, y); break;
         case 3: made = at::mul(x.dim() >= 1 ? x.narrow(0, 0, std::max<int64_t>(1, x.size(0) / 2)) : x, y).numel(); break;
-        case 4: made = at::matmul(y, x.reshape({-1})).numel(); break;
+        case 4: matmul.emplace(y, x.reshape({-1})); break;
       }
+      if (matmul) made = at::matmul(matmul->first, matmul->second).numel();
     } catch (const c10::Error&) {
       ++refused_by_torch;
     }
-    const json j = two_leaves(a, b, ops[which], static_cast<int>(ops[which].size()) + 1);
-    const int64_t leaves = std::max(x.numel(), y.numel());
-    const std::string what = "op " + std::to_string(which) + " on " + json(a).dump() + ", " + json(b).dump();
-    if (!made || *made <= leaves) {
-      EXPECT_EQ(load_error(j, parse_limits("leaf_elements=" + std::to_string(leaves))), "no error") << what;
-    } else {
-      EXPECT_NE(load_error(j, parse_limits("leaf_elements=" + std::to_string(leaves)))
-                    .find("makes a tensor whose element count " + std::to_string(*made) + " is over"),
-                std::string::npos) << what;
-      EXPECT_EQ(load_error(j, parse_limits("leaf_elements=" + std::to_string(*made))), "no error") << what;
-      ++checked;
+    int64_t floor = std::max({x.numel(), y.numel(), kAmplifier});
+    if (made && matmul && (matmul->first.dim() >= 3 || matmul->second.dim() >= 3)) {
+      const auto& [p, q] = *matmul;
+      const auto batch_of = [](const at::Tensor& t) {
+        const auto sizes = t.sizes().vec();
+        return std::vector<int64_t>(sizes.begin(), sizes.end() - std::min<int64_t>(2, t.dim()));
+      };
+      int64_t batch = 1;
+      for (int64_t d : at::infer_size(batch_of(p), batch_of(q))) batch *= d;
+      const int64_t n = p.dim() >= 2 ? p.size(-2) : 1;
+      const int64_t m = q.dim() >= 2 ? q.size(-1) : 1;
+      floor = std::max({floor, batch * n * p.size(-1), batch * p.size(-1) * m});
     }
+    json j = minimal();
+    j["leaves"] = {{{"shape", a}, {"requires_grad", false}, {"fill", "ones"}},
+                   {{"shape", b}, {"requires_grad", false}, {"fill", "ones"}},
+                   {{"shape", {kAmplifier, 1, 1, 1, 1}}, {"requires_grad", false}, {"fill", "ones"}}};
+    json case_ops = ops[which];
+    const int last = 2 + static_cast<int>(case_ops.size());
+    case_ops.push_back({{"op", "binary"}, {"fn", "mul"}, {"a", last}, {"b", 2}});
+    j["root"] = {{"ops", case_ops}, {"outputs", {last + 1}}};
+    const std::string what = "op " + std::to_string(which) + " on " + json(a).dump() + ", " + json(b).dump();
+    const std::string at_floor = load_error(j, parse_limits("leaf_elements=" + std::to_string(floor)));
+    if (!made || kAmplifier * *made <= floor) {
+      EXPECT_EQ(at_floor, "no error") << what;
+      continue;
+    }
+    const int64_t amplified = kAmplifier * *made;
+    EXPECT_EQ(at_floor, "case.root.ops[" + std::to_string(case_ops.size() - 1) + "]: makes a tensor whose element count " +
+                            std::to_string(amplified) + " is over the limit leaf_elements=" + std::to_string(floor) +
+                            " (raise it with --limits leaf_elements=N)")
+        << what;
+    EXPECT_EQ(load_error(j, parse_limits("leaf_elements=" + std::to_string(amplified))), "no error") << what;
+    ++amplified_over;
   }
-  EXPECT_GT(checked, 100);  // enough values over their leaves' size to mean something
+  EXPECT_GT(amplified_over, 300);  // enough values of 2 elements or more to mean something
   EXPECT_GT(refused_by_torch, 300);
 }
 
