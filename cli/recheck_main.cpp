@@ -457,9 +457,12 @@ bool killed_for_memory(int status, int64_t kills_before) {
   return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && kills_before >= 0 && oom_kills() > kills_before;
 }
 
-// The reason a case is skipped for it (CaseResult::skipped).
-constexpr const char* kKilledForMemory =
-    "the check process was killed by the kernel's out-of-memory killer: the machine ran out of memory";
+// The result of a case whose check process the out-of-memory killer ended: skipped, saying so.
+CaseResult skipped_for_memory() {
+  CaseResult result;
+  result.skipped = "the check process was killed by the kernel's out-of-memory killer: the machine ran out of memory";
+  return result;
+}
 
 // Empty when `device` is available to this build and machine, else why not. CUDA is asked in a
 // child process, once: CUDA started in this process could not be used by a worker forked after
@@ -707,8 +710,7 @@ class CaseWorker {
     if (answer.empty() || answer.back() != '\n') {
       const std::string how = stop();
       if (killed_for_memory(status_, kills_before)) {
-        outcome.result = CaseResult{};
-        outcome.result->skipped = kKilledForMemory;
+        outcome.result = skipped_for_memory();
       } else {
         outcome.crash = "the check process " + how;
       }
@@ -960,9 +962,7 @@ int command_run(const Args& args) {
       }
       next = *outcome.crashed_case + 1;
       if (outcome.killed_for_memory) {
-        CaseResult skipped;
-        skipped.skipped = kKilledForMemory;
-        handle(*outcome.crashed_case, skipped);
+        handle(*outcome.crashed_case, skipped_for_memory());
         continue;
       }
       ++crashes;
