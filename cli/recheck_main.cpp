@@ -242,7 +242,8 @@ text starts with '{', is read as JSON; any other is read as fuzzer bytes; --byte
 
 --limits name=value,...  raises or lowers the limits a case file is held to; the names and
                          defaults: file_bytes=67108864, ops=100000, depth=64,
-                         leaf_elements=16777216, leaf_bytes=1073741824, iterations=100
+                         leaf_elements=16777216, leaf_bytes=1073741824,
+                         value_bytes=17179869184, iterations=100
 --no-isolate      check in this process (for a debugger); by default the case is checked in a
                   child process, so that a case crashing a variant is reported as
                   runs-to-completion crash (exit code 1), as `recheck run` reports it

@@ -60,25 +60,42 @@ std::string one_of(const Names<E> (&table)[N]) {
   return "one of " + names;
 }
 
-// Reads one JSON node, knowing where it sits, so every error names the field path.
+// The most dimensions a leaf may have. Validation works out the shape of every value, and a
+// hostile file could otherwise make it hold 100,000 copies of a shape millions of dimensions
+// long; libtorch's own kernels (TensorIterator) take at most 25.
+constexpr std::size_t kMaxDimensions = 64;
+
+std::string too_many_dimensions(const std::string& path, std::size_t dimensions) {
+  return path + ": " + std::to_string(dimensions) + " dimensions, more than " + std::to_string(kMaxDimensions) +
+         " (a fixed bound: every value's shape is worked out before the case runs)";
+}
+
+// Reads one JSON node, knowing where it sits, so every error names the field path. The path is
+// put together only for an error: a reader is a node and a link to its parent, and a file of
+// millions of array items must not cost a string each (3.5 GB for a 64 MiB file of outputs).
+// A reader must not outlive its parent: loop over an array's items with each().
 class Reader {
  public:
-  Reader(const json& node, std::string path) : node_(node), path_(std::move(path)) {}
+  Reader(const json& node, const char* root) : node_(node), root_(root) {}
 
   [[noreturn]] void fail(const std::string& expected) const {
     std::string found = node_.is_null() ? "null" : node_.dump(-1, ' ', false, json::error_handler_t::replace);
     if (found.size() > 60) found = found.substr(0, 57) + "...";
-    throw CaseError(path_ + ": expected " + expected + ", found " + found);
+    throw CaseError(path() + ": expected " + expected + ", found " + found);
   }
 
-  const std::string& path() const { return path_; }
+  std::string path() const {
+    if (parent_ == nullptr) return root_;
+    if (key_ != nullptr) return parent_->path() + "." + key_;
+    return parent_->path() + "[" + std::to_string(index_) + "]";
+  }
   const json& node() const { return node_; }
 
   Reader field(const char* key) const {
     object();
     auto it = node_.find(key);
-    if (it == node_.end()) throw CaseError(path_ + ": missing field \"" + key + "\"");
-    return Reader(*it, path_ + "." + key);
+    if (it == node_.end()) throw CaseError(path() + ": missing field \"" + key + "\"");
+    return Reader(*it, this, key, 0);
   }
   bool has(const char* key) const { return object().contains(key); }
 
@@ -87,7 +104,7 @@ class Reader {
     for (const auto& item : object().items()) {
       bool ok = false;
       for (const char* key : known) ok = ok || item.key() == key;
-      if (!ok) throw CaseError(path_ + ": unknown field \"" + item.key() + "\"");
+      if (!ok) throw CaseError(path() + ": unknown field \"" + item.key() + "\"");
     }
   }
 
@@ -132,20 +149,30 @@ class Reader {
     }
     fail(one_of(table));
   }
-  std::vector<Reader> items() const {
+  // The number of items of an array.
+  size_t size() const {
     if (!node_.is_array()) fail("an array");
-    std::vector<Reader> out;
-    for (size_t i = 0; i < node_.size(); ++i) out.emplace_back(node_[i], path_ + "[" + std::to_string(i) + "]");
-    return out;
+    return node_.size();
+  }
+  // Calls visit(item) for each item of an array, in order.
+  template <typename Visit>
+  void each(Visit&& visit) const {
+    const size_t n = size();
+    for (size_t i = 0; i < n; ++i) visit(Reader(node_[i], this, nullptr, i));
   }
 
  private:
+  Reader(const json& node, const Reader* parent, const char* key, size_t index)
+      : node_(node), parent_(parent), key_(key), index_(index) {}
   const json& object() const {
     if (!node_.is_object()) fail("an object");
     return node_;
   }
   const json& node_;
-  std::string path_;
+  const Reader* parent_ = nullptr;
+  const char* key_ = nullptr;  // a field of an object; else an item of an array
+  size_t index_ = 0;
+  const char* root_ = nullptr;
 };
 
 constexpr int kMaxValueNumber = 1 << 20;
@@ -319,7 +346,7 @@ Op op_from_json(const Reader& r, ParseContext& context, int depth) {
     r.only({"op", "tracker_state", "args", "body"});
     Fork op;
     op.tracker_state = r.field("tracker_state").string();
-    for (const Reader& arg : r.field("args").items()) op.args.push_back(value_ref(arg));
+    r.field("args").each([&](const Reader& arg) { op.args.push_back(value_ref(arg)); });
     op.body = segment_from_json(r.field("body"), context, depth + 1);
     return op;
   }
@@ -327,7 +354,7 @@ Op op_from_json(const Reader& r, ParseContext& context, int depth) {
     r.only({"op", "distribute", "args", "body"});
     Checkpoint op;
     op.distribute = r.field("distribute").boolean();
-    for (const Reader& arg : r.field("args").items()) op.args.push_back(arg_from_json(arg));
+    r.field("args").each([&](const Reader& arg) { op.args.push_back(arg_from_json(arg)); });
     op.body = segment_from_json(r.field("body"), context, depth + 1);
     return op;
   }
@@ -341,13 +368,13 @@ Segment segment_from_json(const Reader& r, ParseContext& context, int depth) {
   }
   r.only({"ops", "outputs"});
   Segment segment;
-  for (const Reader& op : r.field("ops").items()) {
+  r.field("ops").each([&](const Reader& op) {
     if (++context.ops > context.limits.ops) {
       throw CaseError(op.path() + ": " + over_limit("op count", context.ops, "ops", context.limits.ops));
     }
     segment.ops.push_back(op_from_json(op, context, depth));
-  }
-  for (const Reader& out : r.field("outputs").items()) segment.outputs.push_back(value_ref(out));
+  });
+  r.field("outputs").each([&](const Reader& out) { segment.outputs.push_back(value_ref(out)); });
   return segment;
 }
 
@@ -359,11 +386,6 @@ void validate_ref(int ref, int available, const std::string& path) {
                     std::to_string(available - 1) + " are)");
   }
 }
-
-// The most dimensions a leaf may have. Validation works out the shape of every value, and a
-// hostile file could otherwise make it hold 100,000 copies of a shape millions of dimensions
-// long; libtorch's own kernels (TensorIterator) take at most 25.
-constexpr std::size_t kMaxDimensions = 64;
 
 // What validation knows of a value: a tensor's shape, or nothing (null: not a tensor, or made by
 // an op whose inputs do not fit together, which raises when it runs). The ops follow libtorch's
@@ -460,9 +482,31 @@ Shape output_shape(const Op& op, const std::vector<Shape>& in, int64_t* copies) 
   return make_shape(std::move(dims));
 }
 
+// The bytes of every value a case makes, added up as validation goes (its leaves' double-precision
+// draws, what its ops make, its root outputs' records and loss weights), each op counted
+// once (not per run of a body, nor per iteration) at 8 bytes an element: a bound, before
+// anything runs, on what one iteration of the case holds, without the gradients.
+struct ValueBytes {
+  const Limits& limits;
+  int64_t bytes = 0;
+  void add(int64_t elements, const std::string& path) {
+    bytes = saturating_plus(bytes, saturating_times(elements, 8));
+    if (bytes > limits.value_bytes) {
+      throw CaseError(path + ": " + over_limit("value bytes", bytes, "value_bytes", limits.value_bytes));
+    }
+  }
+};
+
+// The field of a plain op that holds its `k`th input: x, or a and b.
+const char* input_field(const Op& op, std::size_t k) {
+  if (std::holds_alternative<Binary>(op) || std::holds_alternative<Matmul>(op)) return k == 0 ? ".a" : ".b";
+  return ".x";
+}
+
 // Checks a segment whose inputs have shapes `inputs`; gives its outputs' shapes.
 std::vector<Shape> validate_segment(const Segment& segment, std::vector<Shape> values, int depth,
-                                    const std::string& path, const Limits& limits) {
+                                    const std::string& path, ValueBytes& made_bytes) {
+  const Limits& limits = made_bytes.limits;
   if (depth > limits.depth) throw CaseError(path + ": " + over_limit("nesting depth", depth, "depth", limits.depth));
   for (size_t i = 0; i < segment.ops.size(); ++i) {
     const Op& op = segment.ops[i];
@@ -479,16 +523,17 @@ std::vector<Shape> validate_segment(const Segment& segment, std::vector<Shape> v
           args.push_back(nullptr);  // a literal
         }
       }
-      made = validate_segment(*checkpoint->body, std::move(args), depth + 1, op_path + ".body", limits);
+      made = validate_segment(*checkpoint->body, std::move(args), depth + 1, op_path + ".body", made_bytes);
     } else if (const auto* fork = std::get_if<Fork>(&op)) {
       std::vector<Shape> args;
       for (size_t a = 0; a < fork->args.size(); ++a) {
         validate_ref(fork->args[a], available, op_path + ".args[" + std::to_string(a) + "]");
         args.push_back(values[fork->args[a]]);
       }
-      made = validate_segment(*fork->body, std::move(args), depth + 1, op_path + ".body", limits);
+      made = validate_segment(*fork->body, std::move(args), depth + 1, op_path + ".body", made_bytes);
     } else {
-      for (int ref : op_inputs(op)) validate_ref(ref, available, op_path);
+      const auto inputs = op_inputs(op);
+      for (std::size_t k = 0; k < inputs.size(); ++k) validate_ref(inputs[k], available, op_path + input_field(op, k));
       if (op_output_count(op) == 1) {
         int64_t copies = 0;
         made.push_back(output_shape(op, values, &copies));
@@ -504,6 +549,7 @@ std::vector<Shape> validate_segment(const Segment& segment, std::vector<Shape> v
           throw CaseError(op_path + ": expands an operand to the batch sizes, a tensor whose " +
                           over_limit("element count", copies, "leaf_elements", limits.leaf_elements));
         }
+        if (made.back()) made_bytes.add(saturating_plus(element_count(*made.back()), copies), op_path);
       }
     }
     if (const auto* random = std::get_if<Random>(&op)) {
@@ -754,11 +800,11 @@ Case case_from_json(const json& j, const Limits& limits) {
   Case c;
   if (r.has("note")) c.note = r.field("note").string();
   if (r.has("expect")) {
-    for (const Reader& e : r.field("expect").items()) {
+    r.field("expect").each([&](const Reader& e) {
       e.only({"sut", "property", "classification"});
       c.expect.push_back(Expectation{e.field("sut").string(), e.field("property").string(),
                                      e.field("classification").string()});
-    }
+    });
   }
   c.seed = r.field("seed").unsigned_integer();
   c.dtype = r.field("dtype").choice(kDTypes);
@@ -773,16 +819,18 @@ Case case_from_json(const json& j, const Limits& limits) {
   }
   c.iterations = static_cast<int>(iterations);
   // The leaves' element and byte counts are checked by validate() below, once: no tensor is
-  // made while reading, and a shape's length is bounded by the file's.
-  for (const Reader& leaf_reader : r.field("leaves").items()) {
+  // made while reading. A shape's length is checked before its sizes are read.
+  r.field("leaves").each([&](const Reader& leaf_reader) {
     leaf_reader.only({"shape", "dtype", "requires_grad", "fill"});
     Leaf leaf;
-    for (const Reader& dim : leaf_reader.field("shape").items()) leaf.shape.push_back(dim.integer(0, INT64_MAX));
+    const Reader shape = leaf_reader.field("shape");
+    if (shape.size() > kMaxDimensions) throw CaseError(too_many_dimensions(shape.path(), shape.size()));
+    shape.each([&](const Reader& dim) { leaf.shape.push_back(dim.integer(0, INT64_MAX)); });
     if (leaf_reader.has("dtype")) leaf.dtype = leaf_reader.field("dtype").choice(kDTypes);
     leaf.requires_grad = leaf_reader.field("requires_grad").boolean();
     leaf.fill = leaf_reader.field("fill").choice(kFills);
     c.leaves.push_back(std::move(leaf));
-  }
+  });
   ParseContext context{limits};
   c.root = segment_from_json(r.field("root"), context, 0);
   validate(c, limits);
@@ -801,10 +849,7 @@ void validate(const Case& c, const Limits& limits) {
     if (leaf.requires_grad && (dtype == DType::int64 || dtype == DType::boolean)) {
       throw CaseError(path + ".requires_grad: only floating leaves can require grad");
     }
-    if (leaf.shape.size() > kMaxDimensions) {
-      throw CaseError(path + ".shape: " + std::to_string(leaf.shape.size()) + " dimensions, more than " +
-                      std::to_string(kMaxDimensions) + " (a fixed bound: every value's shape is worked out before the case runs)");
-    }
+    if (leaf.shape.size() > kMaxDimensions) throw CaseError(too_many_dimensions(path + ".shape", leaf.shape.size()));
     int64_t elements = 1;
     for (int64_t d : leaf.shape) {
       if (d < 0) throw CaseError(path + ".shape: a negative size");
@@ -812,6 +857,12 @@ void validate(const Case& c, const Limits& limits) {
       if (elements > limits.leaf_elements) {
         throw CaseError(path + ".shape: " +
                         over_limit("element count", elements, "leaf_elements", limits.leaf_elements));
+      }
+    }
+    // A size over the limit is refused where another size is 0 too, in whatever order.
+    for (int64_t d : leaf.shape) {
+      if (d > limits.leaf_elements) {
+        throw CaseError(path + ".shape: " + over_limit("size", d, "leaf_elements", limits.leaf_elements));
       }
     }
     leaf_bytes = saturating_plus(leaf_bytes, saturating_times(elements, static_cast<int64_t>(at::elementSize(scalar_type(dtype)))));
@@ -823,7 +874,15 @@ void validate(const Case& c, const Limits& limits) {
   if (s.ops > limits.ops) throw CaseError("case: " + over_limit("op count", s.ops, "ops", limits.ops));
   std::vector<Shape> leaves;
   for (const Leaf& leaf : c.leaves) leaves.push_back(make_shape(leaf.shape));
-  validate_segment(c.root, std::move(leaves), 0, "case.root", limits);
+  ValueBytes made{limits};
+  // Each leaf is drawn in double precision, and the draw is kept for the case's runs.
+  for (size_t i = 0; i < c.leaves.size(); ++i) made.add(element_count(c.leaves[i].shape), "case.leaves[" + std::to_string(i) + "]");
+  const std::vector<Shape> outputs = validate_segment(c.root, std::move(leaves), 0, "case.root", made);
+  // Each output of the root is kept as the record of the run, and weighted into the loss by a
+  // double-precision weight kept for the case, its copy in the output's dtype and their product.
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    if (outputs[o]) made.add(saturating_times(element_count(*outputs[o]), 4), "case.root.outputs[" + std::to_string(o) + "]");
+  }
 }
 
 namespace {
@@ -842,6 +901,7 @@ constexpr LimitField kLimitFields[] = {
     {"depth", &Limits::depth, 256},
     {"leaf_elements", &Limits::leaf_elements, int64_t{1} << 40},
     {"leaf_bytes", &Limits::leaf_bytes, int64_t{1} << 44},
+    {"value_bytes", &Limits::value_bytes, int64_t{1} << 50},
     {"iterations", &Limits::iterations, 1000000}};
 }  // namespace
 
@@ -970,7 +1030,7 @@ class DuplicateKeyCheck {
 Case parse_case_text(const std::string& text, const std::string& origin, const Limits& limits) {
   const int64_t size = static_cast<int64_t>(text.size());
   if (size > limits.file_bytes) throw CaseError(origin + ": " + over_limit("file size", size, "file_bytes", limits.file_bytes));
-  // A checkpoint body nests four levels of JSON (op, body, ops, op): room for `depth` of them.
+  // A checkpoint body nests three levels of JSON (body, ops, op): four a level leaves room.
   const int64_t json_limit = 4 * limits.depth + 16;
   if (const int64_t nesting = json_nesting(text); nesting > json_limit) {
     throw CaseError(origin + ": JSON nested " + std::to_string(nesting) + " levels deep, over the " +

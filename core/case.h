@@ -203,6 +203,7 @@ struct Limits {
   int64_t depth = 64;                             // nesting of checkpoint and fork bodies
   int64_t leaf_elements = int64_t{1} << 24;       // elements of one leaf
   int64_t leaf_bytes = int64_t{1} << 30;          // bytes of all leaves together
+  int64_t value_bytes = int64_t{1} << 34;         // bytes of the values all ops make (8 an element)
   int64_t iterations = 100;
 };
 // "ops=1000,depth=8": the named limits changed, the others as in `base`. Throws CaseError

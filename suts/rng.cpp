@@ -160,18 +160,26 @@ CudaRNGStatesTracker& get_cuda_rng_tracker() {
   return tracker;
 }
 
+namespace {
+// a + b on 64-bit seed words, wrapping as the generators read them (a case's seed is any 64-bit
+// value; int64_t arithmetic past INT64_MAX is undefined).
+int64_t seed_plus(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+}  // namespace
+
 void model_parallel_cuda_manual_seed(int64_t seed, int64_t tp_rank, int64_t ep_rank,
                                      int64_t etp_rank) {
   // 2718 is Megatron's offset: any positive value works, this one makes seeds comparable.
-  const int64_t offset = seed + 2718;
-  const int64_t tensor_model_parallel_seed = offset + tp_rank;
+  const int64_t offset = seed_plus(seed, 2718);
+  const int64_t tensor_model_parallel_seed = seed_plus(offset, tp_rank);
   const int64_t data_parallel_seed = seed;
   CudaRNGStatesTracker& tracker = get_cuda_rng_tracker();
   tracker.reset();
   manual_seed(device_generator(), static_cast<uint64_t>(data_parallel_seed));
   tracker.add(kDataParallelRngTrackerName, data_parallel_seed);
   tracker.add(kModelParallelRngTrackerName, tensor_model_parallel_seed);
-  const int64_t expert_parallel_seed = seed + 1024 + 100 * ep_rank + etp_rank;
+  const int64_t expert_parallel_seed = seed_plus(seed_plus(seed, 1024), seed_plus(100 * ep_rank, etp_rank));
   tracker.add(kExpertParallelRngTrackerName, expert_parallel_seed);
 }
 

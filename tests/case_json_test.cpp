@@ -86,7 +86,9 @@ TEST(CaseJson, unknown_op_is_refused) {
 TEST(CaseJson, reference_to_a_later_value_is_refused) {
   json j = minimal();
   j["root"]["ops"][0]["x"] = 1;
-  EXPECT_EQ(load_error(j), "case.root.ops[0]: value v1 is not defined here (v0..v0 are)");
+  EXPECT_EQ(load_error(j), "case.root.ops[0].x: value v1 is not defined here (v0..v0 are)");
+  j["root"]["ops"][0] = {{"op", "binary"}, {"fn", "add"}, {"a", 0}, {"b", 7}};
+  EXPECT_EQ(load_error(j), "case.root.ops[0].b: value v7 is not defined here (v0..v0 are)");
 }
 
 TEST(CaseJson, misspelt_field_is_refused) {
@@ -251,7 +253,7 @@ TEST(CaseLimits, no_limit_can_be_raised_past_its_ceiling) {
   // recheck show); past the others, the counts could wrap around.
   EXPECT_EQ(parse_limits("depth=256").depth, 256);
   for (const char* item : {"depth=257", "depth=9223372036854775807", "leaf_elements=1099511627777",
-                           "leaf_bytes=17592186044417", "ops=100000001", "iterations=1000001", "file_bytes=17179869185"}) {
+                           "leaf_bytes=17592186044417", "value_bytes=1125899906842625", "ops=100000001", "iterations=1000001", "file_bytes=17179869185"}) {
     try {
       parse_limits(item);
       FAIL() << item << ": no error";
@@ -361,6 +363,64 @@ TEST(CaseLimits, a_value_an_op_makes_is_held_to_the_element_limit_too) {
   j["leaves"][0]["shape"] = std::vector<int64_t>(65, 1);
   EXPECT_EQ(load_error(j), "case.leaves[0].shape: 65 dimensions, more than 64 (a fixed bound: every value's shape is "
                            "worked out before the case runs)");
+}
+
+// Each tensor within leaf_elements left the case as a whole unbounded: one [4096, 4096] leaf
+// listed a million times in the root's outputs (a 2 MB file) asked for 64 TiB of records and
+// 128 TiB of loss weights. value_bytes adds up, at 8 bytes an element, the leaves' double-precision
+// draws, what all the ops make, and each root output four times more.
+TEST(CaseLimits, the_values_of_a_case_are_held_to_value_bytes_all_together) {
+  json j = minimal();
+  j["leaves"][0]["shape"] = {4096, 4096};  // 2^24 elements: 2^27 bytes a value, 2^29 an output
+  j["root"]["ops"] = json::array();
+  j["root"]["outputs"] = std::vector<int>(31, 0);  // the leaf and 31 outputs: 2^34 - 2^28
+  EXPECT_EQ(load_error(j), "no error");
+  j["root"]["outputs"] = std::vector<int>(1000000, 0);
+  const std::string text = j.dump();
+  ASSERT_LT(text.size(), 3000000u);
+  try {
+    parse_case_text(text, "outputs.json");
+    FAIL() << "no error";
+  } catch (const CaseError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "outputs.json: case.root.outputs[31]: value bytes 17314086912 is over the limit value_bytes=17179869184 "
+              "(raise it with --limits value_bytes=N)");
+  }
+  EXPECT_EQ(load_error(j, parse_limits("value_bytes=" + std::to_string(int64_t{1} << 49))), "no error");
+  // The leaf and 127 ops each making 2^24 elements fit; the 128th, inside a checkpoint body, does not.
+  j["root"]["outputs"] = json::array();
+  for (int i = 0; i < 127; ++i) j["root"]["ops"].push_back({{"op", "unary"}, {"fn", "tanh"}, {"x", 0}});
+  EXPECT_EQ(load_error(j), "no error");
+  j["root"]["ops"].push_back({{"op", "checkpoint"}, {"distribute", false}, {"args", {{{"ref", 0}}}},
+                              {"body", {{"ops", {{{"op", "unary"}, {"fn", "neg"}, {"x", 0}}}}, {"outputs", {1}}}}});
+  EXPECT_EQ(load_error(j), "case.root.ops[127].body.ops[0]: value bytes 17314086912 is over the limit "
+                           "value_bytes=17179869184 (raise it with --limits value_bytes=N)");
+  // A decoded case is held to it as well.
+  Case c = case_from_json(minimal());
+  c.leaves[0].shape = {4096, 4096};
+  c.root.outputs.assign(33, 0);
+  EXPECT_THROW(validate(c), CaseError);
+  c.root.outputs.assign(31, 0);  // with the leaf's and the tanh's 2^27 bytes each, under 2^34
+  EXPECT_NO_THROW(validate(c));
+}
+
+// A size over leaf_elements is refused in whatever order it comes with a size 0 (a leaf of no
+// elements: the order decided before), and the loader refuses a shape too long before it reads
+// its sizes.
+TEST(CaseLimits, a_leaf_size_over_the_limit_is_refused_whatever_the_other_sizes) {
+  json j = minimal();
+  const int64_t huge = int64_t{1} << 40;
+  j["leaves"][0]["shape"] = {0, huge, huge};
+  EXPECT_EQ(load_error(j), "case.leaves[0].shape: size 1099511627776 is over the limit leaf_elements=16777216 "
+                           "(raise it with --limits leaf_elements=N)");
+  j["leaves"][0]["shape"] = {huge, 0};
+  EXPECT_NE(load_error(j).find("case.leaves[0].shape: "), std::string::npos);
+  j["leaves"][0]["shape"] = {0, 4096};
+  j["root"]["outputs"] = json::array();
+  EXPECT_EQ(load_error(j), "no error");
+  j["leaves"][0]["shape"] = std::vector<std::string>(100, "x");
+  EXPECT_EQ(load_error(j), "case.leaves[0].shape: 100 dimensions, more than 64 (a fixed bound: every value's shape "
+                           "is worked out before the case runs)");
 }
 
 // The shapes validation works out are libtorch's: for random shapes (ranks 0 to 4, sizes 0 to
