@@ -482,17 +482,17 @@ Shape output_shape(const Op& op, const std::vector<Shape>& in, int64_t* copies) 
   return make_shape(std::move(dims));
 }
 
-// The bytes of every value a case makes, added up as validation goes (its leaves' double-precision
-// draws, what its ops make, its root outputs' records and loss weights), each op counted
-// once (not per run of a body, nor per iteration) at 8 bytes an element: a bound, before
-// anything runs, on what one iteration of the case holds, without the gradients.
+// Bytes a case holds while it is checked, added up as validation goes, at 8 bytes an element
+// whatever the dtype: a bound, before anything runs, without the gradients of the values in
+// flight. The path of what went over is put together only for the error.
 struct ValueBytes {
   const Limits& limits;
   int64_t bytes = 0;
-  void add(int64_t elements, const std::string& path) {
-    bytes = saturating_plus(bytes, saturating_times(elements, 8));
+  template <typename Where>
+  void add(int64_t elements, int64_t times, const Where& where) {
+    bytes = saturating_plus(bytes, saturating_times(saturating_times(elements, times), 8));
     if (bytes > limits.value_bytes) {
-      throw CaseError(path + ": " + over_limit("value bytes", bytes, "value_bytes", limits.value_bytes));
+      throw CaseError(where() + ": " + over_limit("value bytes", bytes, "value_bytes", limits.value_bytes));
     }
   }
 };
@@ -505,8 +505,8 @@ const char* input_field(const Op& op, std::size_t k) {
 
 // Checks a segment whose inputs have shapes `inputs`; gives its outputs' shapes.
 std::vector<Shape> validate_segment(const Segment& segment, std::vector<Shape> values, int depth,
-                                    const std::string& path, ValueBytes& made_bytes) {
-  const Limits& limits = made_bytes.limits;
+                                    const std::string& path, ValueBytes& value_bytes) {
+  const Limits& limits = value_bytes.limits;
   if (depth > limits.depth) throw CaseError(path + ": " + over_limit("nesting depth", depth, "depth", limits.depth));
   for (size_t i = 0; i < segment.ops.size(); ++i) {
     const Op& op = segment.ops[i];
@@ -523,14 +523,14 @@ std::vector<Shape> validate_segment(const Segment& segment, std::vector<Shape> v
           args.push_back(nullptr);  // a literal
         }
       }
-      made = validate_segment(*checkpoint->body, std::move(args), depth + 1, op_path + ".body", made_bytes);
+      made = validate_segment(*checkpoint->body, std::move(args), depth + 1, op_path + ".body", value_bytes);
     } else if (const auto* fork = std::get_if<Fork>(&op)) {
       std::vector<Shape> args;
       for (size_t a = 0; a < fork->args.size(); ++a) {
         validate_ref(fork->args[a], available, op_path + ".args[" + std::to_string(a) + "]");
         args.push_back(values[fork->args[a]]);
       }
-      made = validate_segment(*fork->body, std::move(args), depth + 1, op_path + ".body", made_bytes);
+      made = validate_segment(*fork->body, std::move(args), depth + 1, op_path + ".body", value_bytes);
     } else {
       const auto inputs = op_inputs(op);
       for (std::size_t k = 0; k < inputs.size(); ++k) validate_ref(inputs[k], available, op_path + input_field(op, k));
@@ -549,7 +549,8 @@ std::vector<Shape> validate_segment(const Segment& segment, std::vector<Shape> v
           throw CaseError(op_path + ": expands an operand to the batch sizes, a tensor whose " +
                           over_limit("element count", copies, "leaf_elements", limits.leaf_elements));
         }
-        if (made.back()) made_bytes.add(saturating_plus(element_count(*made.back()), copies), op_path);
+        // What one iteration makes, each op counted once (not per run of its body).
+        if (made.back()) value_bytes.add(saturating_plus(element_count(*made.back()), copies), 1, [&] { return op_path; });
       }
     }
     if (const auto* random = std::get_if<Random>(&op)) {
@@ -874,14 +875,22 @@ void validate(const Case& c, const Limits& limits) {
   if (s.ops > limits.ops) throw CaseError("case: " + over_limit("op count", s.ops, "ops", limits.ops));
   std::vector<Shape> leaves;
   for (const Leaf& leaf : c.leaves) leaves.push_back(make_shape(leaf.shape));
-  ValueBytes made{limits};
-  // Each leaf is drawn in double precision, and the draw is kept for the case's runs.
-  for (size_t i = 0; i < c.leaves.size(); ++i) made.add(element_count(c.leaves[i].shape), "case.leaves[" + std::to_string(i) + "]");
-  const std::vector<Shape> outputs = validate_segment(c.root, std::move(leaves), 0, "case.root", made);
-  // Each output of the root is kept as the record of the run, and weighted into the loss by a
-  // double-precision weight kept for the case, its copy in the output's dtype and their product.
+  // Every run of a case (up to three at once: eager, oracle, sut) keeps a record of each
+  // iteration, which holds a copy of each leaf's data and gradient and of each root output.
+  const int64_t records = saturating_times(3, c.iterations);
+  ValueBytes value_bytes{limits};
+  // A leaf: its double-precision draw, kept for the case, the leaf itself, and its records.
+  for (size_t i = 0; i < c.leaves.size(); ++i) {
+    value_bytes.add(element_count(c.leaves[i].shape), saturating_plus(2, saturating_times(2, records)),
+                    [&] { return "case.leaves[" + std::to_string(i) + "]"; });
+  }
+  const std::vector<Shape> outputs = validate_segment(c.root, std::move(leaves), 0, "case.root", value_bytes);
+  // A root output: its double-precision loss weight, kept for the case, the weight's copy in
+  // the output's dtype, which backward keeps, and its records.
   for (size_t o = 0; o < outputs.size(); ++o) {
-    if (outputs[o]) made.add(saturating_times(element_count(*outputs[o]), 4), "case.root.outputs[" + std::to_string(o) + "]");
+    if (!outputs[o]) continue;
+    value_bytes.add(element_count(*outputs[o]), saturating_plus(2, records),
+                    [&] { return "case.root.outputs[" + std::to_string(o) + "]"; });
   }
 }
 
@@ -904,6 +913,12 @@ constexpr LimitField kLimitFields[] = {
     {"value_bytes", &Limits::value_bytes, int64_t{1} << 50},
     {"iterations", &Limits::iterations, 1000000}};
 }  // namespace
+
+Limits limits_at_ceilings() {
+  Limits limits;
+  for (const LimitField& f : kLimitFields) limits.*(f.field) = f.ceiling;
+  return limits;
+}
 
 Limits parse_limits(const std::string& text, Limits base) {
   std::string names;

@@ -203,13 +203,16 @@ struct Limits {
   int64_t depth = 64;                             // nesting of checkpoint and fork bodies
   int64_t leaf_elements = int64_t{1} << 24;       // elements of one leaf
   int64_t leaf_bytes = int64_t{1} << 30;          // bytes of all leaves together
-  int64_t value_bytes = int64_t{1} << 34;         // bytes of the values all ops make (8 an element)
+  int64_t value_bytes = int64_t{1} << 34;         // bytes a case holds while checked (8 an element)
   int64_t iterations = 100;
 };
 // "ops=1000,depth=8": the named limits changed, the others as in `base`. Throws CaseError
 // naming a bad item, or a value over the limit's ceiling.
 Limits parse_limits(const std::string& text, Limits base = {});
 std::string describe(const Limits& limits);  // "file_bytes=67108864,ops=100000,..."
+// Every limit at its ceiling: for the cases recheck builds to a size asked for (`memory`'s
+// models), which the limits for files and fuzzer bytes are not meant to refuse.
+Limits limits_at_ceilings();
 
 nlohmann::json to_json(const Case& c);
 // Throws CaseError naming the field path and what was expected, or the limit exceeded.

@@ -861,7 +861,7 @@ Case residual_stream_case(const ResidualStreamOptions& o) {
     next += o.streams;
   }
   c.root.outputs = streams;
-  validate(c);
+  validate(c, limits_at_ceilings());  // the size asked for, not a file's
   return c;
 }
 

@@ -92,6 +92,19 @@ Classification classification_of(const CaseResult& result, const std::string& pr
   return Classification::pass;
 }
 
+// `recheck memory` builds the model it is asked for: ci/gpu's [8192, 4096] streams (2^25
+// elements each) are over the default limits for case files, which are not for it.
+TEST(MemoryFloor, a_model_over_the_limits_for_files_is_built_as_asked) {
+  ResidualStreamOptions model;
+  model.seq = 8192;
+  model.hidden = 4096;
+  model.dtype = DType::bfloat16;
+  model.iterations = 3;
+  const Case c = residual_stream_case(model);  // builds shapes only: nothing is allocated
+  EXPECT_EQ(c.leaves[0].shape, (std::vector<int64_t>{8192, 4096}));
+  EXPECT_THROW(validate(c), CaseError);
+}
+
 TEST(MemoryFloor, grad_released_and_memory_floor_tell_no_clear_from_clearing) {
   const Case c = residual_stream_case(small_model());
   auto oracle = make_checkpoint("nonclearing");
