@@ -262,8 +262,11 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
-    if (c10::static_intrusive_pointer_cast<CheckpointCall>(ctx->saved_data["call"].toCapsule())->options.abort_in_backward) {
-      std::abort();
+    const CheckpointOptions& crash = c10::static_intrusive_pointer_cast<CheckpointCall>(ctx->saved_data["call"].toCapsule())->options;
+    if (crash.abort_in_backward) std::abort();
+    if (crash.segfault_in_backward) {
+      int* volatile nowhere = nullptr;  // volatile: the compiler cannot see the pointer is null
+      *nowhere = 1;
     }
     if (!torch::autograd::Engine::get_default_engine().is_checkpoint_valid()) {
       throw PythonError("RuntimeError", kNotCompatibleWithGrad);
@@ -379,10 +382,11 @@ const std::vector<Variant>& variants() {
     options.*mistake = true;
     return Variant{name, std::string("mutant: ") + description, options, /*is_mutant=*/true};
   };
-  auto aborting = [] {
+  // A test variant: the change under test, crashing in backward.
+  auto crashing = [](bool CheckpointOptions::*crash) {
     CheckpointOptions options;
     options.clear_detached_grads = true;
-    options.abort_in_backward = true;
+    options.*crash = true;
     return options;
   };
   static const std::vector<Variant> all = {
@@ -424,7 +428,9 @@ const std::vector<Variant>& variants() {
       mutant("keeps-last-grads", "keeps the last collected gradients alive, as a debugging aid",
              &CheckpointOptions::keep_last_grads),
       {"aborts", "test variant: aborts inside backward, to show that recheck run isolates a crashing case",
-       aborting(), /*is_mutant=*/false},
+       crashing(&CheckpointOptions::abort_in_backward), /*is_mutant=*/false},
+      {"segfaults", "test variant: writes through a null pointer inside backward (a segmentation fault)",
+       crashing(&CheckpointOptions::segfault_in_backward), /*is_mutant=*/false},
       // The oracle under another name: only the change's own claims, grad-released and
       // memory-floor, can tell it from clearing.
       {"no-clear", "mutant: the change left out", CheckpointOptions{/*clear_detached_grads=*/false}, /*is_mutant=*/true},

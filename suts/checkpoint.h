@@ -105,9 +105,10 @@ struct CheckpointOptions {
   bool grads_paired_unfiltered = false;           // outputs filtered, their grads not
   bool keep_last_grads = false;                   // keeps the last collected grads (a debug aid)
 
-  // Not a mistake but a crash, to test that `recheck run` isolates cases: aborts the process
-  // at the start of backward.
+  // Not mistakes but crashes, to test that `recheck run` isolates cases: at the start of
+  // backward, abort the process, or write through a null pointer (a segmentation fault).
   bool abort_in_backward = false;
+  bool segfault_in_backward = false;
 };
 
 struct Variant {

@@ -292,6 +292,27 @@ TEST(Cli, a_case_that_crashes_the_variant_is_a_finding_and_the_run_goes_on) {
   EXPECT_EQ(run("replay " + out + "/min.json").exit_code, 0);
 }
 
+// A segmentation fault in the variant (the test variant `segfaults` writes through a null
+// pointer in every backward) is isolated the same way: the same three cases crash.
+TEST(Cli, a_segmentation_fault_inside_the_variant_is_a_finding_too) {
+  const std::string out = ::testing::TempDir() + "/segfaults";
+  std::filesystem::remove_all(out);
+  const Result r = run("run --sut segfaults --seed 1 --cases 6 --quiet --out " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("crash: runs-to-completion in case 3 (draw seed 4)"), std::string::npos) << r.output;
+#if defined(__SANITIZE_ADDRESS__)
+  // Under the sanitizers, they catch the write and end the worker with their exit status.
+  EXPECT_NE(r.output.find("the worker process exited with status"), std::string::npos) << r.output;
+#else
+  EXPECT_NE(r.output.find("the worker process was killed by signal 11"), std::string::npos) << r.output;
+#endif
+  EXPECT_NE(r.output.find("crashes: 3 cases crashed the worker process"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("recheck run: 3 cases"), std::string::npos) << "the other cases were checked: " << r.output;
+  const Result repro = run("repro " + out + "/seed-1-case-5-runs-to-completion-crash.json --sut segfaults");
+  EXPECT_EQ(repro.exit_code, 1) << repro.output;
+  EXPECT_NE(repro.output.find("runs-to-completion   crash: the check process"), std::string::npos) << repro.output;
+}
+
 // Ctrl-C during a minimization keeps what it found: the smallest case so far is written (it
 // still shows the crash: every case kept did), marked interrupted in its note, exit 130. It used
 // to end with nothing written. A chain of 300 ops in one checkpoint takes about 900 candidates,
