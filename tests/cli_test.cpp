@@ -484,9 +484,11 @@ TEST(Cli, hostile_inputs_exit_2_with_one_line_naming_the_file_and_what_was_expec
   for (const Hostile& h : cases) {
     const std::string path = dir + "/" + h.name + ".json";
     std::ofstream(path, std::ios::binary) << h.text;
-    for (const char* command : {"show", "repro", "minimize"}) {
-      const std::string out = std::string(command) == "minimize" ? " --out " + dir + "/out.json" : "";
-      const Result s = run(std::string(command) + " " + path + out);
+    for (const std::string command : {"show", "repro", "minimize", "replay", "export-python"}) {
+      const std::string out = command == "minimize"        ? " --out " + dir + "/out.json"
+                              : command == "export-python" ? " --property grads-bitwise --out " + dir + "/out.py"
+                                                           : "";
+      const Result s = run(command + " " + path + out);
       EXPECT_EQ(s.exit_code, 2) << h.name << " " << command << ": " << s.output;
       EXPECT_EQ(std::count(s.output.begin(), s.output.end(), '\n'), 1) << h.name << " " << command << ": " << s.output;
       EXPECT_NE(s.output.find(path), std::string::npos) << h.name << ": " << s.output;
@@ -494,6 +496,7 @@ TEST(Cli, hostile_inputs_exit_2_with_one_line_naming_the_file_and_what_was_expec
     }
   }
   EXPECT_FALSE(std::filesystem::exists(dir + "/out.json"));  // nothing half-written
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out.py"));
 }
 
 TEST(Cli, an_output_that_cannot_be_written_is_refused_before_any_work_in_one_line) {
