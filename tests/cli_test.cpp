@@ -136,9 +136,30 @@ TEST(Cli, limits_are_configurable_and_named_when_exceeded) {
   EXPECT_EQ(run("show " + bytes + " --bytes").exit_code, 0);
 }
 
+// What an interrupted run leaves in `folder` that is not a complete file: a temporary name
+// still there (writes go to .recheck-PID-N.tmp, then are renamed), or a JSON file that does not
+// parse.
+std::vector<std::string> incomplete_files(const std::string& folder) {
+  std::vector<std::string> found;
+  if (!std::filesystem::exists(folder)) return found;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(folder)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(".recheck-", 0) == 0) found.push_back(entry.path().string());
+    if (entry.path().extension() == ".json") {
+      try {
+        (void)nlohmann::json::parse(std::ifstream(entry.path()));
+      } catch (const std::exception&) {
+        found.push_back(entry.path().string());
+      }
+    }
+  }
+  return found;
+}
+
 TEST(Cli, ctrl_c_stops_a_run_with_the_summary_so_far_and_a_complete_report) {
   const std::string json_path = ::testing::TempDir() + "/interrupted.json";
   std::remove(json_path.c_str());
+  std::filesystem::remove_all(::testing::TempDir() + "/interrupted");
   // SIGINT 8 s into a 120 s run (the sanitizer build takes seconds to load libtorch and install
   // its handler); --preserve-status hands back recheck's own exit code.
   const Result r = run_shell("timeout --preserve-status -s INT 8 " + std::string(RECHECK_BINARY) +
@@ -152,6 +173,7 @@ TEST(Cli, ctrl_c_stops_a_run_with_the_summary_so_far_and_a_complete_report) {
   const nlohmann::json report = nlohmann::json::parse(in);  // complete, or this throws
   EXPECT_TRUE(report.at("interrupted").get<bool>());
   EXPECT_LT(report.at("seconds").get<double>(), 60.0) << "the run did not stop at the interrupt";
+  EXPECT_EQ(incomplete_files(::testing::TempDir() + "/interrupted"), std::vector<std::string>{});
 }
 
 TEST(Cli, ctrl_c_or_sigterm_stops_a_run_inside_a_slow_case) {
@@ -179,6 +201,7 @@ TEST(Cli, ctrl_c_or_sigterm_stops_a_run_inside_a_slow_case) {
     EXPECT_TRUE(report.at("interrupted").get<bool>()) << signal;
     EXPECT_EQ(report.at("crashes"), 0) << signal << ": the killed case is not a crash";
     EXPECT_GT(report.at("cases").get<int64_t>(), 0) << signal;
+    EXPECT_EQ(incomplete_files(dir), std::vector<std::string>{}) << signal;
   }
 }
 
