@@ -3,6 +3,7 @@
 #include <atomic>
 #include <mutex>
 #include <stdexcept>
+#include <unordered_map>
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
@@ -28,15 +29,21 @@ class CountingAllocator final : public c10::Allocator {
                                             std::to_string(budget_) + " bytes (" + std::to_string(current_.load()) + " in use)");
     }
     c10::DataPtr inner = previous_->allocate(n);
-    if (t_uncounted) return inner;
+    if (t_uncounted || inner.get() == nullptr) return inner;  // nothing to count (0 bytes)
     void* data = inner.get();
     const c10::Device device = inner.device();
-    auto* context = new Context{std::move(inner), static_cast<int64_t>(n), epoch_.load()};
-    add(context->bytes);
-    return {data, context, &CountingAllocator::free_counted, device};
+    const int64_t bytes = static_cast<int64_t>(n);
+    {
+      std::lock_guard<std::mutex> lock(blocks_mutex_);
+      blocks_.emplace(data, Block{std::move(inner), bytes, epoch_.load()});
+    }
+    add(bytes);
+    // The context is the address itself, as raw_allocate asserts (libtorch's CPU kernels take
+    // scratch memory that way): the block is found again by its address.
+    return {data, data, &CountingAllocator::free_counted, device};
   }
 
-  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  c10::DeleterFnPtr raw_deleter() const override { return &CountingAllocator::free_counted; }
 #if RECHECK_ALLOCATOR_HAS_COPY_DATA
   void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
 #endif
@@ -74,19 +81,30 @@ class CountingAllocator final : public c10::Allocator {
   }
 
  private:
-  struct Context {
-    c10::DataPtr inner;  // frees the bytes when the context is deleted
+  struct Block {
+    c10::DataPtr inner;  // frees the bytes when the block is dropped
     int64_t bytes;
     uint64_t epoch;      // the probe that counted them
   };
 
   // Bytes an earlier probe counted are that probe's business: freeing them late (something
   // kept them past its run) must not lower this probe's count.
-  static void free_counted(void* context) {
-    auto* c = static_cast<Context*>(context);
-    if (c->epoch == instance().epoch_.load()) instance().add(-c->bytes);
-    delete c;
-  }
+  static void free_counted(void* data) {
+    CountingAllocator& self = instance();
+    std::unique_lock<std::mutex> lock(self.blocks_mutex_);
+    auto it = self.blocks_.find(data);
+    if (it == self.blocks_.end()) {
+      // A raw block this allocator did not count (taken while uncounted, or before the probe):
+      // the allocator underneath made it, and frees it.
+      lock.unlock();
+      if (self.previous_ != nullptr && self.previous_->raw_deleter() != nullptr) self.previous_->raw_deleter()(data);
+      return;
+    }
+    Block block = std::move(it->second);
+    self.blocks_.erase(it);
+    lock.unlock();
+    if (block.epoch == self.epoch_.load()) self.add(-block.bytes);
+  }  // the inner block is freed here, after it left the table: its address can come back
 
   void add(int64_t bytes) const {
     const int64_t now = current_.fetch_add(bytes) + bytes;
@@ -107,6 +125,8 @@ class CountingAllocator final : public c10::Allocator {
 
  private:
   c10::Allocator* previous_ = nullptr;
+  mutable std::mutex blocks_mutex_;
+  mutable std::unordered_map<void*, Block> blocks_;  // the counted blocks, by address
   mutable std::atomic<int64_t> current_{0};
   mutable std::atomic<int64_t> peak_{0};
   mutable std::mutex timeline_mutex_;
