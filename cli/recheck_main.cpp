@@ -1045,8 +1045,13 @@ Case load_case_or_fuzz_input(const std::string& path, const Limits& limits, bool
   return c;
 }
 
-// The limits a command reads cases under: --limits, or the defaults.
-Limits limits_of(const Args& args) { return args.has("limits") ? parse_limits(args.get("limits", "")) : Limits{}; }
+// The limits a command reads cases under: --limits, or the defaults. The interpreter holds the
+// values it makes at run time to the same element limit.
+Limits limits_of(const Args& args) {
+  const Limits limits = args.has("limits") ? parse_limits(args.get("limits", "")) : Limits{};
+  set_value_element_limit(limits.leaf_elements);
+  return limits;
+}
 
 Case load_positional_case(const Args& args, const char* command) {
   if (args.positional().size() != 1) throw UsageError(std::string(command) + " takes one case file");
@@ -1608,6 +1613,7 @@ int command_memory(const Args& args) {
   const std::string svg_path = args.get("svg", "recheck-memory.svg");  // empty: no picture
   if (!svg_path.empty()) check_output_file(svg_path, "--svg");
   const Case c = residual_stream_case(model);
+  set_value_element_limit(limits_at_ceilings().leaf_elements);  // the model asked for, as built
   check_can_run(c.device, "--device " + model.device, *oracle, *sut);
   RunOptions options;
   options.record_segment_calls = false;

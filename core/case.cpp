@@ -1,4 +1,5 @@
 #include "core/case.h"
+#include "core/shapes.h"
 
 #include <algorithm>
 #include <atomic>
@@ -395,14 +396,17 @@ using Shape = std::shared_ptr<const std::vector<int64_t>>;
 
 Shape make_shape(std::vector<int64_t> dims) { return std::make_shared<const std::vector<int64_t>>(std::move(dims)); }
 
+}  // namespace
+
+namespace shapes {
+
 int64_t element_count(const std::vector<int64_t>& shape) {
   int64_t elements = 1;
   for (int64_t d : shape) elements = saturating_times(elements, d);
   return elements;
 }
 
-// Broadcasting (at::add and the like): sizes aligned from the right, equal or one of them 1.
-std::optional<std::vector<int64_t>> broadcast_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+std::optional<std::vector<int64_t>> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
   std::vector<int64_t> out(std::max(a.size(), b.size()));
   for (std::size_t k = 0; k < out.size(); ++k) {
     const int64_t da = k < a.size() ? a[a.size() - 1 - k] : 1;
@@ -413,12 +417,8 @@ std::optional<std::vector<int64_t>> broadcast_dims(const std::vector<int64_t>& a
   return out;
 }
 
-// at::matmul: dot, matrix-vector, vector-matrix, matrix-matrix, and batches of them, the batch
-// sizes broadcast. `copies`: the most elements of an operand expanded to the batch sizes, which
-// libtorch's batched path makes when it cannot fold the batch into a matrix product (bounded as
-// if it never could: a case that would fit when folded may be refused).
-std::optional<std::vector<int64_t>> matmul_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
-                                                int64_t* copies) {
+std::optional<std::vector<int64_t>> matmul(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                                           int64_t* copies) {
   *copies = 0;
   if (a.empty() || b.empty()) return std::nullopt;
   const int64_t k = a.back();
@@ -432,7 +432,7 @@ std::optional<std::vector<int64_t>> matmul_dims(const std::vector<int64_t>& a, c
   const auto batch_of = [](const std::vector<int64_t>& x) {
     return std::vector<int64_t>(x.begin(), x.end() - std::min<std::ptrdiff_t>(2, static_cast<std::ptrdiff_t>(x.size())));
   };
-  std::optional<std::vector<int64_t>> out = broadcast_dims(batch_of(a), batch_of(b));
+  std::optional<std::vector<int64_t>> out = broadcast(batch_of(a), batch_of(b));
   if (!out) return std::nullopt;
   const int64_t batch = element_count(*out);
   const int64_t n = a.size() >= 2 ? a[a.size() - 2] : 1;
@@ -443,6 +443,12 @@ std::optional<std::vector<int64_t>> matmul_dims(const std::vector<int64_t>& a, c
   return out;
 }
 
+}  // namespace shapes
+
+namespace {
+
+using shapes::element_count;
+
 // The shape of the value `op` makes from values of shapes `in` (the ops of one output), and in
 // `copies` the elements of the largest temporary it makes on the way (matmul's batches).
 Shape output_shape(const Op& op, const std::vector<Shape>& in, int64_t* copies) {
@@ -451,14 +457,14 @@ Shape output_shape(const Op& op, const std::vector<Shape>& in, int64_t* copies) 
     const Shape& a = in[binary->a];
     const Shape& b = in[binary->b];
     if (!a || !b) return nullptr;
-    auto dims = broadcast_dims(*a, *b);
+    auto dims = shapes::broadcast(*a, *b);
     return dims ? make_shape(std::move(*dims)) : nullptr;
   }
   if (const auto* matmul = std::get_if<Matmul>(&op)) {
     const Shape& a = in[matmul->a];
     const Shape& b = in[matmul->b];
     if (!a || !b) return nullptr;
-    auto dims = matmul_dims(*a, *b, copies);
+    auto dims = shapes::matmul(*a, *b, copies);
     return dims ? make_shape(std::move(*dims)) : nullptr;
   }
   const Shape& x = in[op_inputs(op)[0]];

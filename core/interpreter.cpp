@@ -1,5 +1,7 @@
 #include "core/interpreter.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -14,6 +16,7 @@
 #include <torch/csrc/autograd/functions/accumulate_grad.h>
 
 #include "core/memory.h"
+#include "core/shapes.h"
 
 namespace recheck {
 
@@ -44,6 +47,18 @@ void collect_sites(const Segment& segment, const std::string& path,
     const std::string site = path + ".ops[" + std::to_string(i) + "]";
     if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) sites[checkpoint] = site;
     collect_sites(*body, site + ".body", sites);
+  }
+}
+
+std::atomic<int64_t> g_value_element_limit{Limits{}.leaf_elements};
+
+// Raises MemoryError, before anything is allocated, for a value over the element limit.
+void check_value_elements(const char* op, int64_t elements) {
+  const int64_t limit = g_value_element_limit.load();
+  if (elements > limit) {
+    throw PythonError("MemoryError", std::string("recheck: ") + op + " would make a tensor of " +
+                                         std::to_string(elements) + " elements, over the limit leaf_elements=" +
+                                         std::to_string(limit));
   }
 }
 
@@ -209,6 +224,9 @@ class Interpreter {
   Values run(const Binary& op, const Values& v) {
     const at::Tensor& a = expect_tensor(v.at(op.a), "binary");
     const at::Tensor& b = expect_tensor(v.at(op.b), "binary");
+    if (const auto dims = shapes::broadcast(a.sizes().vec(), b.sizes().vec())) {
+      check_value_elements("binary", shapes::element_count(*dims));
+    }
     switch (op.fn) {
       case Binary::Fn::add: return {at::add(a, b)};
       case Binary::Fn::sub: return {at::sub(a, b)};
@@ -218,7 +236,13 @@ class Interpreter {
   }
 
   Values run(const Matmul& op, const Values& v) {
-    return {at::matmul(expect_tensor(v.at(op.a), "matmul"), expect_tensor(v.at(op.b), "matmul"))};
+    const at::Tensor& a = expect_tensor(v.at(op.a), "matmul");
+    const at::Tensor& b = expect_tensor(v.at(op.b), "matmul");
+    int64_t copies = 0;
+    if (const auto dims = shapes::matmul(a.sizes().vec(), b.sizes().vec(), &copies)) {
+      check_value_elements("matmul", std::max(shapes::element_count(*dims), copies));
+    }
+    return {at::matmul(a, b)};
   }
 
   Values run(const View& op, const Values& v) {
@@ -387,6 +411,8 @@ bool same_leaf(const Leaf& a, const Leaf& b) {
 at::Tensor draw_leaf(const Case& c, size_t i);
 
 }  // namespace
+
+void set_value_element_limit(int64_t elements) { g_value_element_limit.store(elements); }
 
 std::vector<at::Tensor> make_leaves(const Case& c) {
   // The double-precision draws of the last case's leaves, kept uncounted: the three runs of a

@@ -77,6 +77,13 @@ struct RunOptions {
 Observations run_case(const Case& c, CheckpointImplementation& implementation,
                       const RunOptions& options = {});
 
+// The most elements a value an op makes may have at run time: the leaf_elements a command read
+// its cases under (default Limits{}.leaf_elements). Validation holds every value to it by eager
+// mode's shapes; a distribute checkpoint leaves its first argument flattened after forward,
+// and an op that broadcasts it could make far more. Such an op raises MemoryError before it
+// allocates, so its case is skipped as too large. Process-wide; workers inherit it.
+void set_value_element_limit(int64_t elements);
+
 // Turns on libtorch's deterministic algorithms (an op with no deterministic implementation
 // raises instead of varying) and sets CUBLAS_WORKSPACE_CONFIG=:4096:8 when unset, which cuBLAS
 // needs for deterministic matmuls. recheck's programs call it at start, before CUDA is

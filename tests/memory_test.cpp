@@ -128,6 +128,33 @@ TEST(MemoryFloor, a_model_over_the_limits_for_files_is_built_as_asked) {
   EXPECT_THROW(validate(c), CaseError);
 }
 
+// Validation works the shapes out as eager mode has them, but a distribute checkpoint leaves its
+// first argument flattened after forward: [64, 1] becomes [64], and adding the checkpoint's
+// [64, 1] output to it makes [64, 64], not [64, 1]. (At [65536, 1] that is 16 GiB from a
+// 256 KiB leaf.) The interpreter checks the real sizes before such an op allocates: over the
+// limit, the oracle and the sut raise MemoryError and the case is skipped as too large.
+TEST(RunTimeLimit, a_broadcast_with_a_distributed_argument_over_the_limit_is_skipped_before_it_allocates) {
+  const Case c = case_from_json(nlohmann::json::parse(R"({"format": "recheck-case", "version": 1, "seed": 1,
+    "dtype": "float32", "device": "cpu", "iterations": 1,
+    "leaves": [{"shape": [64, 1], "requires_grad": true, "fill": "randn"}],
+    "root": {"ops": [
+      {"op": "checkpoint", "distribute": true, "args": [{"ref": 0}],
+       "body": {"ops": [{"op": "unary", "fn": "neg", "x": 0}], "outputs": [1]}},
+      {"op": "binary", "fn": "add", "a": 0, "b": 1}],
+     "outputs": [2]}})"),
+                                   parse_limits("leaf_elements=1000"));
+  auto oracle = make_checkpoint("nonclearing");
+  auto sut = make_checkpoint("clearing");
+  set_value_element_limit(1000);
+  const CaseResult over = check_case(c, *oracle, *sut);
+  set_value_element_limit(4096);
+  const CaseResult within = check_case(c, *oracle, *sut);
+  set_value_element_limit(Limits{}.leaf_elements);
+  EXPECT_NE(over.skipped.find("binary would make a tensor of 4096 elements, over the limit leaf_elements=1000"),
+            std::string::npos) << over.skipped;
+  EXPECT_EQ(within.skipped, "") << "at 4096 the [64, 64] sum is made";
+}
+
 TEST(MemoryFloor, grad_released_and_memory_floor_tell_no_clear_from_clearing) {
   const Case c = residual_stream_case(small_model());
   auto oracle = make_checkpoint("nonclearing");
