@@ -278,17 +278,23 @@ cat "$dir/log"
   }
 }
 
-TEST(Cli, a_case_that_crashes_the_variant_is_a_finding_and_the_run_goes_on) {
-  const std::string out = ::testing::TempDir() + "/crashes";
+// `run` of draw seeds 1..6 into `out` with a test variant that crashes in every backward:
+// seeds 1..3 have no backward through a checkpoint and pass, 4..6 crash, each a finding that
+// says `why` the worker ended, and the run goes on.
+void expect_three_crashes(const std::string& variant, const std::string& out, const std::string& why) {
   std::filesystem::remove_all(out);
-  // The test variant `aborts` calls std::abort() in every backward: draw seeds 1..3 have no
-  // backward through a checkpoint and pass, 4..6 crash.
-  const Result r = run("run --sut aborts --seed 1 --cases 6 --quiet --out " + out);
+  const Result r = run("run --sut " + variant + " --seed 1 --cases 6 --quiet --out " + out);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("crash: runs-to-completion in case 3 (draw seed 4)"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("the worker process was killed by signal 6"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(why), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("crashes: 3 cases crashed the worker process"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("recheck run: 3 cases"), std::string::npos) << "the other cases were checked: " << r.output;
+}
+
+TEST(Cli, a_case_that_crashes_the_variant_is_a_finding_and_the_run_goes_on) {
+  const std::string out = ::testing::TempDir() + "/crashes";
+  // The test variant `aborts` calls std::abort() in every backward.
+  expect_three_crashes("aborts", out, "the worker process was killed by signal 6");
   const std::string finding = out + "/seed-1-case-5-runs-to-completion-crash.json";
   const recheck::Case saved = recheck::load_case_file(finding);
   EXPECT_EQ(saved.seed, recheck::draw_case(recheck::GenOptions{}, 6).seed);
@@ -319,18 +325,12 @@ TEST(Cli, a_case_that_crashes_the_variant_is_a_finding_and_the_run_goes_on) {
 // pointer in every backward) is isolated the same way: the same three cases crash.
 TEST(Cli, a_segmentation_fault_inside_the_variant_is_a_finding_too) {
   const std::string out = ::testing::TempDir() + "/segfaults";
-  std::filesystem::remove_all(out);
-  const Result r = run("run --sut segfaults --seed 1 --cases 6 --quiet --out " + out);
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("crash: runs-to-completion in case 3 (draw seed 4)"), std::string::npos) << r.output;
 #if defined(__SANITIZE_ADDRESS__)
   // Under the sanitizers, they catch the write and end the worker with their exit status.
-  EXPECT_NE(r.output.find("the worker process exited with status"), std::string::npos) << r.output;
+  expect_three_crashes("segfaults", out, "the worker process exited with status");
 #else
-  EXPECT_NE(r.output.find("the worker process was killed by signal 11"), std::string::npos) << r.output;
+  expect_three_crashes("segfaults", out, "the worker process was killed by signal 11");
 #endif
-  EXPECT_NE(r.output.find("crashes: 3 cases crashed the worker process"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("recheck run: 3 cases"), std::string::npos) << "the other cases were checked: " << r.output;
   const Result repro = run("repro " + out + "/seed-1-case-5-runs-to-completion-crash.json --sut segfaults");
   EXPECT_EQ(repro.exit_code, 1) << repro.output;
   EXPECT_NE(repro.output.find("runs-to-completion   crash: the check process"), std::string::npos) << repro.output;

@@ -139,23 +139,25 @@ TEST_F(RngTest, fork_of_an_unknown_state_raises) {
   }
 }
 
+// The device generator's state after seeding it with `seed` (the generator is left as it was).
+at::Tensor device_state_seeded_with(uint64_t seed) {
+  at::Generator g = rng::device_generator();
+  const auto saved = rng::get_state(g);
+  rng::manual_seed(g, seed);
+  auto state = rng::get_state(g);
+  rng::set_state(g, saved);
+  return state;
+}
+
 TEST_F(RngTest, model_parallel_seed_uses_megatrons_seed_arithmetic) {
   rng::model_parallel_cuda_manual_seed(123, /*tp_rank=*/3, /*ep_rank=*/2, /*etp_rank=*/1);
   const auto states = tracker().get_states();
   ASSERT_EQ(states->size(), 3u);
-  auto expected = [](uint64_t seed) {
-    at::Generator g = rng::device_generator();
-    const auto saved = rng::get_state(g);
-    rng::manual_seed(g, seed);
-    auto state = rng::get_state(g);
-    rng::set_state(g, saved);
-    return state;
-  };
-  EXPECT_TRUE(states->at(rng::kModelParallelRngTrackerName).equal(expected(123 + 2718 + 3)));
-  EXPECT_TRUE(states->at(rng::kDataParallelRngTrackerName).equal(expected(123)));
-  EXPECT_TRUE(states->at(rng::kExpertParallelRngTrackerName).equal(expected(123 + 1024 + 100 * 2 + 1)));
+  EXPECT_TRUE(states->at(rng::kModelParallelRngTrackerName).equal(device_state_seeded_with(123 + 2718 + 3)));
+  EXPECT_TRUE(states->at(rng::kDataParallelRngTrackerName).equal(device_state_seeded_with(123)));
+  EXPECT_TRUE(states->at(rng::kExpertParallelRngTrackerName).equal(device_state_seeded_with(123 + 1024 + 100 * 2 + 1)));
   // The default device state is seeded with the data-parallel seed.
-  EXPECT_TRUE(rng::get_state(rng::device_generator()).equal(expected(123)));
+  EXPECT_TRUE(rng::get_state(rng::device_generator()).equal(device_state_seeded_with(123)));
 }
 
 // A case's seed is any 64-bit value: Megatron's offsets wrap as the generators read the seed
@@ -163,18 +165,10 @@ TEST_F(RngTest, model_parallel_seed_uses_megatrons_seed_arithmetic) {
 TEST_F(RngTest, model_parallel_seeds_wrap_at_the_top_of_the_seed_range) {
   rng::model_parallel_cuda_manual_seed(INT64_MAX, /*tp_rank=*/3, /*ep_rank=*/2, /*etp_rank=*/1);
   const auto states = tracker().get_states();
-  auto expected = [](uint64_t seed) {
-    at::Generator g = rng::device_generator();
-    const auto saved = rng::get_state(g);
-    rng::manual_seed(g, seed);
-    auto state = rng::get_state(g);
-    rng::set_state(g, saved);
-    return state;
-  };
   const uint64_t top = static_cast<uint64_t>(INT64_MAX);
-  EXPECT_TRUE(states->at(rng::kModelParallelRngTrackerName).equal(expected(top + 2718 + 3)));
-  EXPECT_TRUE(states->at(rng::kExpertParallelRngTrackerName).equal(expected(top + 1024 + 100 * 2 + 1)));
-  EXPECT_TRUE(states->at(rng::kDataParallelRngTrackerName).equal(expected(top)));
+  EXPECT_TRUE(states->at(rng::kModelParallelRngTrackerName).equal(device_state_seeded_with(top + 2718 + 3)));
+  EXPECT_TRUE(states->at(rng::kExpertParallelRngTrackerName).equal(device_state_seeded_with(top + 1024 + 100 * 2 + 1)));
+  EXPECT_TRUE(states->at(rng::kDataParallelRngTrackerName).equal(device_state_seeded_with(top)));
 }
 
 TEST_F(RngTest, set_all_restores_what_get_all_captured) {
