@@ -28,13 +28,21 @@ class CountingAllocator final : public c10::Allocator {
       C10_THROW_ERROR(OutOfMemoryError, "recheck: allocating " + std::to_string(n) + " bytes would exceed the CPU memory budget of " +
                                             std::to_string(budget_) + " bytes (" + std::to_string(current_.load()) + " in use)");
     }
-    c10::DataPtr inner = previous_->allocate(n);
+    c10::DataPtr inner = previous_.load()->allocate(n);
     if (t_uncounted || inner.get() == nullptr) return inner;  // nothing to count (0 bytes)
     void* data = inner.get();
     const c10::Device device = inner.device();
     const int64_t bytes = static_cast<int64_t>(n);
     {
       std::lock_guard<std::mutex> lock(blocks_mutex_);
+      auto stale = blocks_.find(data);
+      if (stale != blocks_.end()) {
+        // A raw block counted by an earlier probe and given back after that probe was
+        // uninstalled, to the allocator underneath, which has now handed its address out
+        // again: its memory is no longer the entry's to free.
+        (void)stale->second.inner.release_context();
+        blocks_.erase(stale);
+      }
       blocks_.emplace(data, Block{std::move(inner), bytes, epoch_.load()});
     }
     add(bytes);
@@ -52,7 +60,7 @@ class CountingAllocator final : public c10::Allocator {
     previous_ = c10::GetCPUAllocator();
     c10::SetCPUAllocator(this, kPriority);
   }
-  void uninstall() { c10::SetCPUAllocator(previous_, kPriority); }
+  void uninstall() { c10::SetCPUAllocator(previous_.load(), kPriority); }
 
   void set_budget(int64_t bytes) { budget_ = bytes; }
 
@@ -97,7 +105,8 @@ class CountingAllocator final : public c10::Allocator {
       // A raw block this allocator did not count (taken while uncounted, or before the probe):
       // the allocator underneath made it, and frees it.
       lock.unlock();
-      if (self.previous_ != nullptr && self.previous_->raw_deleter() != nullptr) self.previous_->raw_deleter()(data);
+      c10::Allocator* previous = self.previous_.load();
+      if (previous != nullptr && previous->raw_deleter() != nullptr) previous->raw_deleter()(data);
       return;
     }
     Block block = std::move(it->second);
@@ -124,7 +133,7 @@ class CountingAllocator final : public c10::Allocator {
   }
 
  private:
-  c10::Allocator* previous_ = nullptr;
+  std::atomic<c10::Allocator*> previous_{nullptr};  // read by frees on any thread
   mutable std::mutex blocks_mutex_;
   mutable std::unordered_map<void*, Block> blocks_;  // the counted blocks, by address
   mutable std::atomic<int64_t> current_{0};

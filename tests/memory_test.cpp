@@ -145,11 +145,13 @@ TEST(RunTimeLimit, a_broadcast_with_a_distributed_argument_over_the_limit_is_ski
                                    parse_limits("leaf_elements=1000"));
   auto oracle = make_checkpoint("nonclearing");
   auto sut = make_checkpoint("clearing");
+  struct Restore {
+    ~Restore() { set_value_element_limit(Limits{}.leaf_elements); }
+  } restore;  // the limit is process-wide
   set_value_element_limit(1000);
   const CaseResult over = check_case(c, *oracle, *sut);
   set_value_element_limit(4096);
   const CaseResult within = check_case(c, *oracle, *sut);
-  set_value_element_limit(Limits{}.leaf_elements);
   EXPECT_NE(over.skipped.find("binary would make a tensor of 4096 elements, over the limit leaf_elements=1000"),
             std::string::npos) << over.skipped;
   EXPECT_EQ(within.skipped, "") << "at 4096 the [64, 64] sum is made";
