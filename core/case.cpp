@@ -546,17 +546,17 @@ std::vector<Shape> validate_segment(const Segment& segment, std::vector<Shape> v
         // A leaf within the limits can still make a value far over them ([n, 1] + [1, n]):
         // each value an op makes, and each temporary on the way, is held to the leaves'
         // element limit too.
-        if (made.back() && element_count(*made.back()) > limits.leaf_elements) {
+        const int64_t elements = made.back() ? element_count(*made.back()) : 0;
+        if (elements > limits.leaf_elements) {
           throw CaseError(op_path + ": makes a tensor whose " +
-                          over_limit("element count", element_count(*made.back()), "leaf_elements",
-                                     limits.leaf_elements));
+                          over_limit("element count", elements, "leaf_elements", limits.leaf_elements));
         }
         if (copies > limits.leaf_elements) {
           throw CaseError(op_path + ": expands an operand to the batch sizes, a tensor whose " +
                           over_limit("element count", copies, "leaf_elements", limits.leaf_elements));
         }
         // What one iteration makes, each op counted once (not per run of its body).
-        if (made.back()) value_bytes.add(saturating_plus(element_count(*made.back()), copies), 1, [&] { return op_path; });
+        if (made.back()) value_bytes.add(saturating_plus(elements, copies), 1, [&] { return op_path; });
       }
     }
     if (const auto* random = std::get_if<Random>(&op)) {
