@@ -489,8 +489,8 @@ Shape output_shape(const Op& op, const std::vector<Shape>& in, int64_t* copies) 
 }
 
 // Bytes a case holds while it is checked, added up as validation goes, at 8 bytes an element
-// whatever the dtype: a bound, before anything runs, without the gradients of the values in
-// flight. The path of what went over is put together only for the error.
+// whatever the dtype: a bound, before anything runs. The path of what went over is put
+// together only for the error.
 struct ValueBytes {
   const Limits& limits;
   int64_t bytes = 0;
@@ -555,8 +555,9 @@ std::vector<Shape> validate_segment(const Segment& segment, std::vector<Shape> v
           throw CaseError(op_path + ": expands an operand to the batch sizes, a tensor whose " +
                           over_limit("element count", copies, "leaf_elements", limits.leaf_elements));
         }
-        // What one iteration makes, each op counted once (not per run of its body).
-        if (made.back()) value_bytes.add(saturating_plus(elements, copies), 1, [&] { return op_path; });
+        // What one iteration makes, each op counted once (not per run of its body), twice
+        // over: the value, and its gradient in flight during backward.
+        if (made.back()) value_bytes.add(saturating_plus(elements, copies), 2, [&] { return op_path; });
       }
     }
     if (const auto* random = std::get_if<Random>(&op)) {
@@ -885,9 +886,10 @@ void validate(const Case& c, const Limits& limits) {
   // iteration, which holds a copy of each leaf's data and gradient and of each root output.
   const int64_t records = saturating_times(3, c.iterations);
   ValueBytes value_bytes{limits};
-  // A leaf: its double-precision draw, kept for the case, the leaf itself, and its records.
+  // A leaf: its double-precision draw, kept for the case, the leaf itself, its gradient, and
+  // its records.
   for (size_t i = 0; i < c.leaves.size(); ++i) {
-    value_bytes.add(element_count(c.leaves[i].shape), saturating_plus(2, saturating_times(2, records)),
+    value_bytes.add(element_count(c.leaves[i].shape), saturating_plus(3, saturating_times(2, records)),
                     [&] { return "case.leaves[" + std::to_string(i) + "]"; });
   }
   const std::vector<Shape> outputs = validate_segment(c.root, std::move(leaves), 0, "case.root", value_bytes);

@@ -368,9 +368,10 @@ TEST(CaseLimits, a_value_an_op_makes_is_held_to_the_element_limit_too) {
 // value_bytes holds a case as a whole, where leaf_elements holds each tensor: one [4096, 4096]
 // leaf listed a million times in the root's outputs, a 2 MB file, asked for 64 TiB of records
 // and 128 TiB of loss weights. Counted at 8 bytes an element, in units of 2^27 bytes (one such
-// tensor), against the default 2^34 (128 units), in one iteration: the leaf costs 8 (its
-// double-precision draw, itself, and 3 runs' records of its data and gradient), each root
-// output 5 (its loss weight, the weight's copy, and 3 runs' records), each value an op makes 1.
+// tensor), against the default 2^34 (128 units), in one iteration: the leaf costs 9 (its
+// double-precision draw, itself, its gradient, and 3 runs' records of its data and gradient),
+// each root output 5 (its loss weight, the weight's copy, and 3 runs' records), each value an op
+// makes 2 (itself and its gradient).
 json big_leaf(int iterations) {
   json j = minimal();
   j["iterations"] = iterations;
@@ -381,7 +382,7 @@ json big_leaf(int iterations) {
 
 TEST(CaseLimits, the_root_outputs_are_held_to_value_bytes_all_together) {
   json j = big_leaf(1);
-  j["root"]["outputs"] = std::vector<int>(24, 0);  // 8 + 24 * 5 = 128 units: the limit
+  j["root"]["outputs"] = std::vector<int>(23, 0);  // 9 + 23 * 5 = 124 units, 129 with one more
   EXPECT_EQ(load_error(j), "no error");
   j["root"]["outputs"] = std::vector<int>(1000000, 0);
   const std::string text = j.dump();
@@ -391,7 +392,7 @@ TEST(CaseLimits, the_root_outputs_are_held_to_value_bytes_all_together) {
     FAIL() << "no error";
   } catch (const CaseError& error) {
     EXPECT_EQ(std::string(error.what()),
-              "outputs.json: case.root.outputs[24]: value bytes 17850957824 is over the limit value_bytes=17179869184 "
+              "outputs.json: case.root.outputs[23]: value bytes 17314086912 is over the limit value_bytes=17179869184 "
               "(raise it with --limits value_bytes=N)");
   }
   EXPECT_EQ(load_error(j, parse_limits("value_bytes=1125899906842624")), "no error");
@@ -399,26 +400,26 @@ TEST(CaseLimits, the_root_outputs_are_held_to_value_bytes_all_together) {
 
 TEST(CaseLimits, the_values_all_ops_make_are_held_to_value_bytes_bodies_included) {
   json j = big_leaf(1);
-  for (int i = 0; i < 120; ++i) j["root"]["ops"].push_back({{"op", "unary"}, {"fn", "tanh"}, {"x", 0}});
-  EXPECT_EQ(load_error(j), "no error");  // 8 + 120 units
+  for (int i = 0; i < 59; ++i) j["root"]["ops"].push_back({{"op", "unary"}, {"fn", "tanh"}, {"x", 0}});
+  EXPECT_EQ(load_error(j), "no error");  // 9 + 59 * 2 = 127 units
   j["root"]["ops"].push_back({{"op", "checkpoint"}, {"distribute", false}, {"args", {{{"ref", 0}}}},
                               {"body", {{"ops", {{{"op", "unary"}, {"fn", "neg"}, {"x", 0}}}}, {"outputs", {1}}}}});
-  EXPECT_EQ(load_error(j), "case.root.ops[120].body.ops[0]: value bytes 17314086912 is over the limit "
+  EXPECT_EQ(load_error(j), "case.root.ops[59].body.ops[0]: value bytes 17314086912 is over the limit "
                            "value_bytes=17179869184 (raise it with --limits value_bytes=N)");
 }
 
 TEST(CaseLimits, the_records_of_every_iteration_count_toward_value_bytes) {
-  EXPECT_EQ(load_error(big_leaf(21)), "no error");  // 2 + 2 * 3 * 21 = 128 units
-  EXPECT_EQ(load_error(big_leaf(22)), "case.leaves[0]: value bytes 17985175552 is over the limit "
+  EXPECT_EQ(load_error(big_leaf(20)), "no error");  // 3 + 2 * 3 * 20 = 123 units, 129 at 21
+  EXPECT_EQ(load_error(big_leaf(21)), "case.leaves[0]: value bytes 17314086912 is over the limit "
                                       "value_bytes=17179869184 (raise it with --limits value_bytes=N)");
 }
 
 TEST(CaseLimits, a_decoded_case_is_held_to_value_bytes_too) {
-  Case c = case_from_json(minimal());  // one leaf and a tanh of it: 8 + 1 units at [4096, 4096]
+  Case c = case_from_json(minimal());  // one leaf and a tanh of it: 9 + 2 units at [4096, 4096]
   c.leaves[0].shape = {4096, 4096};
-  c.root.outputs.assign(23, 0);  // 9 + 23 * 5 = 124 units
+  c.root.outputs.assign(23, 0);  // 11 + 23 * 5 = 126 units
   EXPECT_NO_THROW(validate(c));
-  c.root.outputs.assign(24, 0);  // 129
+  c.root.outputs.assign(24, 0);  // 131
   EXPECT_THROW(validate(c), CaseError);
 }
 
