@@ -13,7 +13,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/autograd.h>
-#include <torch/csrc/autograd/functions/accumulate_grad.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
 
 #include "core/memory.h"
 #include "core/shapes.h"
@@ -91,6 +92,7 @@ class Interpreter {
     iteration = i;
     watched_.clear();
     produced_->clear();
+    scopes_->reset();
   }
 
   std::vector<std::string> recomputation_inputs_holding_grad() const {
@@ -129,56 +131,31 @@ class Interpreter {
     return held;
   }
 
-  // See MemoryRecord::stashed_detached_grad_bytes.
-  std::pair<int64_t, int64_t> stashed_detached_grads(const std::vector<at::Tensor>& case_leaves) const {
-    std::unordered_set<const c10::TensorImpl*> leaves;
-    // A gradient storage a case leaf's .grad shares stays alive whatever clearing does: the
-    // engine may adopt a recomputation input's gradient, or a view of it, as a leaf's .grad.
-    std::unordered_set<const c10::StorageImpl*> kept_by_leaves;
-    for (const at::Tensor& leaf : case_leaves) {
-      leaves.insert(leaf.unsafeGetTensorImpl());
-      if (leaf.grad().defined()) kept_by_leaves.insert(leaf.grad().storage().unsafeGetStorageImpl());
+  // Lets go of the .grad of every recomputation input still alive (see
+  // MemoryRecord::released_bytes); returns how many it let go.
+  int64_t release_recomputation_grads() {
+    int64_t released = 0;
+    for (const Watched& w : watched_) {
+      auto impl = w.input.lock();
+      if (!impl) continue;
+      const at::Tensor input(std::move(impl));
+      at::Tensor& grad = input.mutable_grad();
+      if (!grad.defined()) continue;
+      grad.reset();
+      ++released;
     }
-    std::unordered_set<const c10::StorageImpl*> storages;
-    std::unordered_set<const torch::autograd::Node*> seen;
-    int64_t bytes = 0;
-    auto count = [&](const at::Tensor& t) {
-      if (!t.defined() || leaves.count(t.unsafeGetTensorImpl())) return;
-      const at::Tensor& grad = t.grad();
-      if (!grad.defined() || kept_by_leaves.count(grad.storage().unsafeGetStorageImpl())) return;
-      if (storages.insert(grad.storage().unsafeGetStorageImpl()).second) {
-        bytes += static_cast<int64_t>(grad.storage().nbytes());
-      }
-    };
-    std::vector<std::shared_ptr<torch::autograd::Node>> stack;
-    for (const auto& [op, value] : stash_) {
-      if (!is_tensor(value)) continue;
-      // A stashed view keeps its base alive, and the base its .grad, even when the view has no
-      // graph of its own (made under no_grad, as a checkpoint's forward makes them): the view
-      // and each base it stands on are followed.
-      for (at::Tensor t = as_tensor(value); t.defined(); t = t.is_view() ? t._base() : at::Tensor()) {
-        std::shared_ptr<torch::autograd::Node> grad_fn;
-        try {
-          grad_fn = t.grad_fn();
-        } catch (const c10::Error&) {
-          continue;  // a view whose base was modified in place refuses its grad_fn; its base is next
-        }
-        if (grad_fn) stack.push_back(std::move(grad_fn));
-        else count(t);
-      }
+    return released;
+  }
+
+  // The allocation scopes: while measuring, every checkpoint call's forward and backward is one.
+  void track_allocation_scopes() { scopes_->active = true; }
+  void name_allocations(const std::vector<memory::Allocation>& allocations, AllocationRecord& record) const {
+    record.measured = true;
+    for (const memory::Allocation& allocation : allocations) {
+      const size_t scope = static_cast<size_t>(allocation.scope);
+      record.by_scope[scope < scopes_->names.size() ? scopes_->names[scope] : "unknown scope"].push_back(allocation.bytes);
     }
-    while (!stack.empty()) {
-      std::shared_ptr<torch::autograd::Node> node = std::move(stack.back());
-      stack.pop_back();
-      if (!seen.insert(node.get()).second) continue;
-      if (const auto* accumulate = dynamic_cast<const torch::autograd::AccumulateGrad*>(node.get())) {
-        count(accumulate->variable);
-      }
-      for (const torch::autograd::Edge& edge : node->next_edges()) {
-        if (edge.function) stack.push_back(edge.function);
-      }
-    }
-    return {bytes, static_cast<int64_t>(storages.size())};
+    for (auto& [scope, sizes] : record.by_scope) std::sort(sizes.begin(), sizes.end());
   }
 
  private:
@@ -190,6 +167,68 @@ class Interpreter {
     std::string where;
     c10::weak_intrusive_ptr<c10::StorageImpl> storage;
   };
+
+  // The scope stack the allocation log reads (memory::set_allocation_scope). Shared with the
+  // hooks on checkpoint nodes, which may outlive the interpreter.
+  struct Scopes {
+    bool active = false;
+    std::vector<std::string> names{"outside checkpoints"};
+    std::map<std::string, int> calls;  // per "site phase", how many have begun
+    std::vector<int> stack{0};
+
+    void enter(const std::string& site, const char* phase) {
+      if (!active) return;
+      const std::string key = site + " " + phase;
+      names.push_back(key + " #" + std::to_string(++calls[key]));
+      stack.push_back(static_cast<int>(names.size()) - 1);
+      memory::set_allocation_scope(stack.back());
+    }
+    void leave() {
+      if (!active || stack.size() <= 1) return;
+      stack.pop_back();
+      memory::set_allocation_scope(stack.back());
+    }
+    void reset() {
+      names.resize(1);
+      calls.clear();
+      stack.assign(1, 0);
+      memory::set_allocation_scope(0);
+    }
+  };
+
+  // A checkpoint's backward, from its node's pre-hook to its post-hook. A backward that raises
+  // never reaches the post-hook; the run stops there and the next iteration resets the stack.
+  struct EnterBackward final : torch::autograd::FunctionPreHook {
+    EnterBackward(std::shared_ptr<Scopes> scopes, std::string site) : scopes(std::move(scopes)), site(std::move(site)) {}
+    torch::autograd::variable_list operator()(const torch::autograd::variable_list& grads) override {
+      scopes->enter(site, "backward");
+      return grads;
+    }
+    std::shared_ptr<Scopes> scopes;
+    std::string site;
+  };
+  struct LeaveBackward final : torch::autograd::FunctionPostHook {
+    explicit LeaveBackward(std::shared_ptr<Scopes> scopes) : scopes(std::move(scopes)) {}
+    torch::autograd::variable_list operator()(const torch::autograd::variable_list& grad_inputs,
+                                              const torch::autograd::variable_list&) override {
+      scopes->leave();
+      return grad_inputs;
+    }
+    std::shared_ptr<Scopes> scopes;
+  };
+
+  void scope_backward_of(const std::string& site, const Values& outputs) {
+    if (!scopes_->active) return;
+    std::unordered_set<torch::autograd::Node*> hooked;
+    for (const Value& output : outputs) {
+      if (!is_tensor(output)) continue;
+      // The node the tensor holds, read without the view check grad_fn() makes.
+      const torch::autograd::AutogradMeta* meta = torch::autograd::impl::get_autograd_meta(as_tensor(output));
+      if (meta == nullptr || !meta->grad_fn_ || !hooked.insert(meta->grad_fn_.get()).second) continue;
+      meta->grad_fn_->add_pre_hook(std::make_unique<EnterBackward>(scopes_, site));
+      meta->grad_fn_->add_post_hook(std::make_unique<LeaveBackward>(scopes_));
+    }
+  }
 
   void watch_recomputation_inputs(const std::string& site, const Values& inputs) {
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -350,7 +389,17 @@ class Interpreter {
       }
       return outputs;
     };
-    Values outputs = implementation_.apply(run_function, op.distribute, args);
+    Values outputs;
+    {
+      const std::string& site = sites_.at(&op);
+      scopes_->enter(site, "forward");
+      struct Leave {
+        Scopes& scopes;
+        ~Leave() { scopes.leave(); }
+      } leave{*scopes_};
+      outputs = implementation_.apply(run_function, op.distribute, args);
+    }
+    scope_backward_of(sites_.at(&op), outputs);
     if (outputs.size() != op.body->outputs.size()) {
       throw PythonError("RuntimeError", implementation_.name() + " returned " + std::to_string(outputs.size()) +
                                             " outputs for a body with " +
@@ -368,6 +417,7 @@ class Interpreter {
   int recomputing_ = 0;  // recomputations in progress
   std::vector<Watched> watched_;  // this iteration's recomputation inputs
   std::shared_ptr<std::vector<Produced>> produced_ = std::make_shared<std::vector<Produced>>();
+  std::shared_ptr<Scopes> scopes_ = std::make_shared<Scopes>();
 };
 
 // The harness's record of the RNG states: its allocations are not the run's.
@@ -486,6 +536,12 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
   const bool on_cuda = c.device == "cuda";
   rng::use_device(on_cuda ? rng::Device::cuda : rng::Device::cpu);
   const rng::UseTracker tracker(implementation.tracker());
+  // Before seeding: the states a run starts from are then the run's own blocks, and a run that
+  // frees them is credited (core/memory.h).
+  if (!on_cuda) {
+    memory::install_cpu_counting();
+    memory::begin_run();
+  }
   rng::reset_all(c.seed);
   implementation.reset_checkpointing_flag();
 
@@ -509,6 +565,11 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
   }
   Values leaf_values(leaves.begin(), leaves.end());
   Interpreter interpreter(c, implementation, options, obs);
+  std::optional<memory::AllocationLog> allocations;
+  if (measure && memory::allocation_log_available(on_cuda)) {
+    allocations.emplace(on_cuda);
+    interpreter.track_allocation_scopes();
+  }
 
   for (int iteration = 0; iteration < c.iterations; ++iteration) {
     interpreter.start_iteration(iteration);
@@ -518,6 +579,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
     const bool timeline = measure && !on_cuda && options.record_timeline && iteration + 1 == c.iterations;
     if (measure) reset_peak();
     if (timeline) probe->start_timeline();
+    if (allocations) (void)allocations->take();  // what came before the iteration is no call's
     try {
       Values outputs = interpreter.run_segment(c.root, leaf_values);
       at::Tensor loss;
@@ -540,15 +602,24 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
     }
     // The outputs and the loss are gone: what is held now is the floor.
     if (timeline) obs.timeline = probe->stop_timeline();
+    if (allocations) {
+      const std::vector<memory::Allocation> made = allocations->take();
+      if (!allocations->overflowed()) interpreter.name_allocations(made, record.allocations);
+    }
     if (measure) {
       record.memory.measured = true;
       record.memory.floor = held();
       record.memory.peak = peak();
-      std::tie(record.memory.stashed_detached_grad_bytes, record.memory.stashed_detached_grads) =
-          interpreter.stashed_detached_grads(leaves);
     }
     record.detached_inputs_holding_grad = interpreter.recomputation_inputs_holding_grad();
     record.gradients_held_elsewhere = interpreter.produced_gradients_held_elsewhere(leaves);
+    // Then the recomputation inputs let go of their .grad, as clearing has them do in backward:
+    // what that frees is what clearing saves, and every run starts the next iteration without it.
+    const int64_t released = interpreter.release_recomputation_grads();
+    if (measure) {
+      record.memory.released_grads = released;
+      record.memory.released_bytes = record.memory.floor - held();
+    }
     for (const at::Tensor& leaf : leaves) {
       record.leaf_grads.push_back(clone_for_record(leaf.grad()));
       record.leaf_data.push_back(clone_for_record(leaf));

@@ -3,6 +3,7 @@
 // implementation; each starts from the same leaf data and the same RNG states.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,10 +20,19 @@ struct MemoryRecord {
   bool measured = false;
   int64_t floor = 0;  // held after the iteration: leaves, their .grad, what stash ops keep alive
   int64_t peak = 0;   // the most held at any moment of the iteration
-  // The `.grad` bytes of recomputation inputs (not case leaves) that stashed values keep
-  // reachable, directly or through the autograd graph: what clearing should free.
-  int64_t stashed_detached_grad_bytes = 0;
-  int64_t stashed_detached_grads = 0;  // how many such gradients
+  // What letting go of the .grad of every recomputation input still alive after the iteration
+  // frees, measured (after the floor was read) by letting go of them: what clearing saves at
+  // the floor, whatever keeps those inputs alive (docs/memory.md, "The floor clearing saves").
+  int64_t released_bytes = 0;
+  int64_t released_grads = 0;  // how many .grad were let go
+};
+
+// Every allocation of an iteration, by the scope it was made in: a checkpoint's forward or
+// backward call ("root.ops[2] backward #1", numbered in the order they ran) or "outside
+// checkpoints"; each scope's sizes in ascending order.
+struct AllocationRecord {
+  bool measured = false;
+  std::map<std::string, std::vector<int64_t>> by_scope;
 };
 
 struct IterationRecord {
@@ -33,6 +43,7 @@ struct IterationRecord {
   rng::Snapshot rng;
   bool checkpointing_flag = false;
   MemoryRecord memory;
+  AllocationRecord allocations;
   // Every recomputation input still alive after the iteration that holds a `.grad`, as
   // "root.ops[2] input 0: .grad of 48 bytes" (watched through weak references).
   std::vector<std::string> detached_inputs_holding_grad;

@@ -15,21 +15,52 @@ namespace recheck::memory {
 
 namespace {
 
-// Above the default CPU allocator's priority (0), so that installing takes effect; restoring
-// uses the same priority.
+// Above the default CPU allocator's priority (0), so that installing takes effect.
 constexpr uint8_t kPriority = 100;
 
 thread_local bool t_uncounted = false;
 
+std::atomic<int> g_scope{0};
+
+// The open allocation log, shared by the CPU allocator and the CUDA trace tracker. Appending
+// takes plain heap memory (std::vector), never libtorch's allocators.
+struct Log {
+  std::mutex mutex;
+  bool open = false;
+  bool cuda = false;
+  size_t limit = 0;
+  bool overflowed = false;
+  std::vector<Allocation> entries;
+
+  void append(bool on_cuda, int64_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!open || cuda != on_cuda) return;
+    if (entries.size() >= limit) {
+      overflowed = true;
+      return;
+    }
+    entries.push_back(Allocation{bytes, g_scope.load(std::memory_order_relaxed)});
+  }
+};
+
+Log& log() {
+  static Log* instance = new Log();  // never destroyed: allocations may come late
+  return *instance;
+}
+
 class CountingAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t n) RECHECK_ALLOCATE_CONST override {
-    if (!t_uncounted && budget_ > 0 && current_.load() + static_cast<int64_t>(n) > budget_) {
+    const bool counted = !t_uncounted;
+    const bool open = window_open_.load();
+    if (counted && open && budget_ > 0 && current_.load() + static_cast<int64_t>(n) > budget_) {
       C10_THROW_ERROR(OutOfMemoryError, "recheck: allocating " + std::to_string(n) + " bytes would exceed the CPU memory budget of " +
                                             std::to_string(budget_) + " bytes (" + std::to_string(current_.load()) + " in use)");
     }
     c10::DataPtr inner = previous_.load()->allocate(n);
-    if (t_uncounted || inner.get() == nullptr) return inner;  // nothing to count (0 bytes)
+    // An uncounted block keeps the allocator underneath's own deleter: its free never reaches
+    // this allocator, so it is never credited.
+    if (!counted || inner.get() == nullptr) return inner;  // nothing to count (0 bytes)
     void* data = inner.get();
     const c10::Device device = inner.device();
     const int64_t bytes = static_cast<int64_t>(n);
@@ -37,15 +68,17 @@ class CountingAllocator final : public c10::Allocator {
       std::lock_guard<std::mutex> lock(blocks_mutex_);
       auto stale = blocks_.find(data);
       if (stale != blocks_.end()) {
-        // A raw block counted by an earlier probe and given back after that probe was
-        // uninstalled, to the allocator underneath, which has now handed its address out
-        // again: its memory is no longer the entry's to free.
+        // Not expected (every counted block comes back through free_counted, which drops its
+        // entry before the block is freed); were an entry left, its memory is no longer its own.
         (void)stale->second.inner.release_context();
         blocks_.erase(stale);
       }
-      blocks_.emplace(data, Block{std::move(inner), bytes, epoch_.load()});
+      blocks_.emplace(data, Block{std::move(inner), bytes, run_.load()});
     }
-    add(bytes);
+    if (open) {
+      add(bytes);
+      log().append(/*on_cuda=*/false, bytes);
+    }
     // The context is the address itself, as raw_allocate asserts (libtorch's CPU kernels take
     // scratch memory that way): the block is found again by its address.
     return {data, data, &CountingAllocator::free_counted, device};
@@ -57,19 +90,25 @@ class CountingAllocator final : public c10::Allocator {
 #endif
 
   void install() {
-    previous_ = c10::GetCPUAllocator();
-    c10::SetCPUAllocator(this, kPriority);
+    std::call_once(installed_, [this] {
+      previous_ = c10::GetCPUAllocator();
+      c10::SetCPUAllocator(this, kPriority);
+    });
   }
-  void uninstall() { c10::SetCPUAllocator(previous_.load(), kPriority); }
 
   void set_budget(int64_t bytes) { budget_ = bytes; }
+  void begin_run() { ++run_; }
 
-  // A new probe: counts start from zero, with no budget.
-  void begin_epoch() {
-    ++epoch_;
+  // A probe opens: counts start from zero, with no budget.
+  void open_window() {
     budget_ = 0;
     current_.store(0);
     peak_.store(0);
+    window_open_.store(true);
+  }
+  void close_window() {
+    window_open_.store(false);
+    budget_ = 0;
   }
 
   int64_t current() const { return current_.load(); }
@@ -92,18 +131,18 @@ class CountingAllocator final : public c10::Allocator {
   struct Block {
     c10::DataPtr inner;  // frees the bytes when the block is dropped
     int64_t bytes;
-    uint64_t epoch;      // the probe that counted them
+    uint64_t run;        // the run that made it (begin_run)
   };
 
-  // Bytes an earlier probe counted are that probe's business: freeing them late (something
-  // kept them past its run) must not lower this probe's count.
+  // Every counted block comes back here, whenever it was made: freed while a probe is open, its
+  // bytes are credited to that probe (see the promise in memory.h).
   static void free_counted(void* data) {
     CountingAllocator& self = instance();
     std::unique_lock<std::mutex> lock(self.blocks_mutex_);
     auto it = self.blocks_.find(data);
     if (it == self.blocks_.end()) {
-      // A raw block this allocator did not count (taken while uncounted, or before the probe):
-      // the allocator underneath made it, and frees it.
+      // A raw block this allocator did not count (taken while uncounted): the allocator
+      // underneath made it, and frees it.
       lock.unlock();
       c10::Allocator* previous = self.previous_.load();
       if (previous != nullptr && previous->raw_deleter() != nullptr) previous->raw_deleter()(data);
@@ -112,7 +151,7 @@ class CountingAllocator final : public c10::Allocator {
     Block block = std::move(it->second);
     self.blocks_.erase(it);
     lock.unlock();
-    if (block.epoch == self.epoch_.load()) self.add(-block.bytes);
+    if (self.window_open_.load() && block.run == self.run_.load()) self.add(-block.bytes);
   }  // the inner block is freed here, after it left the table: its address can come back
 
   void add(int64_t bytes) const {
@@ -133,33 +172,48 @@ class CountingAllocator final : public c10::Allocator {
   }
 
  private:
+  std::once_flag installed_;
   std::atomic<c10::Allocator*> previous_{nullptr};  // read by frees on any thread
   mutable std::mutex blocks_mutex_;
-  mutable std::unordered_map<void*, Block> blocks_;  // the counted blocks, by address
+  mutable std::unordered_map<void*, Block> blocks_;  // every counted block alive, by address
   mutable std::atomic<int64_t> current_{0};
   mutable std::atomic<int64_t> peak_{0};
   mutable std::mutex timeline_mutex_;
   mutable std::vector<int64_t> timeline_;
   size_t timeline_limit_ = 0;
   mutable std::atomic<bool> recording_{false};
-  std::atomic<uint64_t> epoch_{0};
+  std::atomic<bool> window_open_{false};
+  std::atomic<uint64_t> run_{0};
   int64_t budget_ = 0;
 };
 
-bool g_installed = false;
+bool g_probe_open = false;
+
+// Attached once, on the first CUDA log: the tracker cannot be taken away again.
+bool cuda_tracker_attached() {
+  static const bool attached =
+      compat::cuda_trace_allocations([](int64_t bytes) { log().append(/*on_cuda=*/true, bytes); });
+  return attached;
+}
 
 }  // namespace
 
-CpuProbe::CpuProbe() {
-  if (g_installed) throw std::logic_error("recheck::memory::CpuProbe: a probe is already installed");
-  g_installed = true;
+void install_cpu_counting() { CountingAllocator::instance().install(); }
+void begin_run() {
   CountingAllocator::instance().install();
-  CountingAllocator::instance().begin_epoch();
+  CountingAllocator::instance().begin_run();
+}
+
+CpuProbe::CpuProbe() {
+  if (g_probe_open) throw std::logic_error("recheck::memory::CpuProbe: a probe is already open");
+  g_probe_open = true;
+  CountingAllocator::instance().install();
+  CountingAllocator::instance().open_window();
 }
 
 CpuProbe::~CpuProbe() {
-  CountingAllocator::instance().uninstall();
-  g_installed = false;
+  CountingAllocator::instance().close_window();
+  g_probe_open = false;
 }
 
 int64_t CpuProbe::current() const { return CountingAllocator::instance().current(); }
@@ -171,6 +225,45 @@ std::vector<int64_t> CpuProbe::stop_timeline() { return CountingAllocator::insta
 
 Uncounted::Uncounted() : previous_(t_uncounted) { t_uncounted = true; }
 Uncounted::~Uncounted() { t_uncounted = previous_; }
+
+void set_allocation_scope(int scope) { g_scope.store(scope, std::memory_order_relaxed); }
+int allocation_scope() { return g_scope.load(std::memory_order_relaxed); }
+
+bool allocation_log_available(bool cuda) { return !cuda || RECHECK_CUDA_ALLOCATION_TRACE; }
+
+AllocationLog::AllocationLog(bool cuda, size_t limit) {
+  if (cuda && !cuda_tracker_attached()) {
+    throw std::logic_error("recheck::memory::AllocationLog: this libtorch cannot trace CUDA allocations");
+  }
+  Log& l = log();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  if (l.open) throw std::logic_error("recheck::memory::AllocationLog: a log is already open");
+  l.open = true;
+  l.cuda = cuda;
+  l.limit = limit;
+  l.overflowed = false;
+  l.entries.clear();
+}
+
+AllocationLog::~AllocationLog() {
+  Log& l = log();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  l.open = false;
+  l.entries.clear();
+  l.entries.shrink_to_fit();
+}
+
+std::vector<Allocation> AllocationLog::take() {
+  Log& l = log();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  return std::exchange(l.entries, {});
+}
+
+bool AllocationLog::overflowed() const {
+  Log& l = log();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  return l.overflowed;
+}
 
 int64_t cuda_current() { return compat::cuda_allocated_bytes().first; }
 int64_t cuda_peak() { return compat::cuda_allocated_bytes().second; }

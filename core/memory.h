@@ -1,5 +1,13 @@
-// Memory probes: exact byte counts of what a run allocates, on CPU through a counting allocator
-// installed for the duration of a run, on CUDA through the caching allocator's statistics.
+// Memory probes: exact byte counts of what a run allocates and frees, on CPU through a counting
+// allocator, on CUDA through the caching allocator's statistics and its trace of allocations.
+//
+// The promise: a probe's count moves by exactly the bytes of every counted allocation made, and
+// of every counted block of the current run freed, while the probe is open, whatever in the run
+// made the block and whenever: the state the run starts from included. A run that replaces a
+// tensor with one of equal size holds as much as before, and its count says so. Blocks an
+// earlier run left behind are not the run's: libtorch's engine keeps the pending gradients of a
+// backward that raised until a later backward pops them, and crediting those would make a verdict
+// depend on the case checked before it (docs/memory.md, "What the probes count").
 #pragma once
 
 #include <cstdint>
@@ -7,10 +15,19 @@
 
 namespace recheck::memory {
 
-// Installs a counting CPU allocator in front of the one in place, for the lifetime of the
-// object, and restores the previous one after. At most one is alive at a time. It counts what
-// is allocated while it is installed, less what of that is freed; bytes an earlier probe
-// counted do not show, even when they are freed during this one.
+// Puts the counting CPU allocator in front of libtorch's, for the rest of the process (frees of
+// its blocks can come at any time, so it is never taken away). Blocks made from then on are
+// known by size and by run. Idempotent.
+void install_cpu_counting();
+
+// Begins a run (installing the allocator if needed): blocks made from here on are its own. run_case calls it before it seeds the
+// generators, so that the state a run starts from is the run's too.
+void begin_run();
+
+// A window on the counting allocator (installing it if needed): counts what is allocated while
+// it is open and credits every free of a block of the current run while it is open, made before
+// it opened or not. `current` can go below zero: the run freed more than it made. At most one is open at
+// a time.
 class CpuProbe {
  public:
   CpuProbe();
@@ -18,7 +35,7 @@ class CpuProbe {
   CpuProbe(const CpuProbe&) = delete;
   CpuProbe& operator=(const CpuProbe&) = delete;
 
-  int64_t current() const;  // bytes this probe counted and that are not yet freed
+  int64_t current() const;  // bytes allocated less bytes freed since the probe opened
   int64_t peak() const;     // the most `current` has been since the last reset_peak
   void reset_peak();
 
@@ -32,7 +49,8 @@ class CpuProbe {
   std::vector<int64_t> stop_timeline();
 };
 
-// While alive, CPU allocations on this thread are not counted (the harness's own records).
+// While alive, CPU allocations on this thread are not counted, and their frees are never
+// credited (the harness's own records).
 class Uncounted {
  public:
   Uncounted();
@@ -42,6 +60,38 @@ class Uncounted {
 
  private:
   bool previous_;
+};
+
+// One allocation: its size (on CUDA, the caching allocator's block size), and the scope that
+// was current when it was made (set_allocation_scope).
+struct Allocation {
+  int64_t bytes = 0;
+  int scope = 0;
+};
+
+// The scope later allocations belong to, from any thread (the CUDA engine's device thread, a
+// CPU kernel's worker threads): the caller's numbering, 0 by default.
+void set_allocation_scope(int scope);
+int allocation_scope();
+
+// Whether allocations on `cuda` (else the CPU) can be logged in this build: on CUDA it needs
+// the caching allocator's trace tracker (libtorch 2.1 and later).
+bool allocation_log_available(bool cuda);
+
+// Logs every counted allocation on one device while open: on CPU, those the counting allocator
+// counts (a CpuProbe must be open); on CUDA, every block the caching allocator hands out.
+// At most one is open at a time.
+class AllocationLog {
+ public:
+  explicit AllocationLog(bool cuda, size_t limit = 1 << 20);
+  ~AllocationLog();
+  AllocationLog(const AllocationLog&) = delete;
+  AllocationLog& operator=(const AllocationLog&) = delete;
+
+  // The allocations since the log opened or the last take, in order; at most `limit` (later ones
+  // are dropped, and overflowed() says so).
+  std::vector<Allocation> take();
+  bool overflowed() const;
 };
 
 // The CUDA caching allocator's allocated bytes on the current device: current, and peak since

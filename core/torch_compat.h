@@ -22,8 +22,18 @@
 #endif
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
+
+// The CUDA caching allocator's trace tracker (a callback for every block it hands out) came in
+// libtorch 2.1.
+#if defined(RECHECK_WITH_CUDA) && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1))
+#define RECHECK_CUDA_ALLOCATION_TRACE 1
+#else
+#define RECHECK_CUDA_ALLOCATION_TRACE 0
+#endif
 
 namespace recheck::compat {
 
@@ -63,6 +73,22 @@ inline void cuda_reset_peak_allocated_bytes() {
   c10::cuda::CUDACachingAllocator::resetPeakStats(c10::cuda::current_device());
 #else
   throw std::runtime_error("this build of recheck has no CUDA support (configure with a CUDA-enabled libtorch)");
+#endif
+}
+
+// Calls `on_allocation` with the block size of every allocation the CUDA caching allocator makes
+// from now on, on any device; false where this libtorch cannot (then nothing is attached). The
+// callback runs under the allocator's lock: it must not allocate through libtorch.
+inline bool cuda_trace_allocations(std::function<void(int64_t bytes)> on_allocation) {
+#if RECHECK_CUDA_ALLOCATION_TRACE
+  c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker([on_allocation](const auto& entry) {
+    using Entry = std::decay_t<decltype(entry)>;
+    if (entry.action_ == Entry::Action::ALLOC) on_allocation(static_cast<int64_t>(entry.size_));
+  });
+  return true;
+#else
+  (void)on_allocation;
+  return false;
 #endif
 }
 

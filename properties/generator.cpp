@@ -336,7 +336,8 @@ class SegmentBuilder {
     op.distribute = options_.distribute_one_in > 0 && choose_in_range(0, options_.distribute_one_in) == options_.distribute_one_in - 1;
     const int arg_count = choose_in_range(1, 4);
     std::optional<int> handed_off;
-    const int first_arg = op.distribute ? choose_in_range(0, 4) : 3;
+    // 0, 1: the hidden states just handed over; 2, 3: a view; 4: any argument.
+    const int first_arg = op.distribute ? choose_in_range(0, 5) : 4;
     if (first_arg <= 1) {
       // Megatron distributes the hidden states a layer was just handed: mostly the newest
       // tensor that is not a view, which the caller does not read again. Otherwise a view
@@ -352,7 +353,7 @@ class SegmentBuilder {
       }
       op.args.push_back(Ref{*handed_off});
       child_inputs.push_back(values_[*handed_off]);
-    } else if (first_arg == 2) {
+    } else if (first_arg <= 3) {
       for (int f : float_tensors()) {
         if (values_[f].view) {
           op.args = {Ref{f}};
@@ -599,8 +600,12 @@ Case build_case(const GenOptions& options) {
   c.dtype = choose_weighted<DType>({{6, DType::float32}, {2, DType::float64}, {1, DType::bfloat16}});
   c.device = options.device;
   c.iterations = choose_weighted<int>({{3, 1}, {2, 2}, {1, 3}});
-  const int64_t rows = choose_in_range<int64_t>(1, 7);
-  const int64_t cols = choose_in_range<int64_t>(1, 7);
+  // One case in eight is large: a gradient of [64, 64] float32 or more outweighs the fixed costs
+  // of a checkpoint (its RNG state copies, 5,056 bytes on CPU), so that the floor and the peak
+  // see what happens to each gradient. The rest stay small, where the corners are cheap to reach.
+  const bool large = choose_weighted<bool>({{7, false}, {1, true}});
+  const int64_t rows = large ? choose_in_range<int64_t>(64, 97) : choose_in_range<int64_t>(1, 7);
+  const int64_t cols = large ? choose_in_range<int64_t>(64, 97) : choose_in_range<int64_t>(1, 7);
   // An input, a square parameter, and sometimes a second input.
   c.leaves.push_back(Leaf{{rows, cols}, std::nullopt, choose_weighted<bool>({{1, true}, {1, false}}), Fill::randn});
   c.leaves.push_back(Leaf{{cols, cols}, std::nullopt, true, Fill::randn});
@@ -869,6 +874,11 @@ std::vector<std::string> case_features(const Case& c) {
   std::set<std::string> features;
   features.insert(std::string("dtype: ") + to_string(c.dtype));
   features.insert("iterations: " + std::to_string(c.iterations));
+  for (const Leaf& leaf : c.leaves) {
+    int64_t elements = 1;
+    for (int64_t d : leaf.shape) elements *= d;
+    if (elements >= 64 * 64) features.insert("large tensors (64 x 64 or more)");
+  }
   std::vector<Facts> leaves;
   for (const Leaf& leaf : c.leaves) {
     Facts f;

@@ -16,16 +16,36 @@ struct Verdict {
   std::string where;                     // e.g. "iteration 1, leaf v2 .grad"
   std::optional<Difference> difference;  // what differed there, when a tensor did
   std::string detail;                    // anything else (errors, RNG state names)
+  // The iteration whose records showed the failure; -1 when it is about the whole run (an
+  // error). What classification asks: did the other run complete that iteration?
+  int iteration = -1;
+  // For a failure in a checkpoint body's calls: the record (Observations::segment_calls) and the
+  // call in it; the other run reached it when it made that call too.
+  int segment_record = -1;
+  int call = -1;
 
   static Verdict pass() { return {}; }
   static Verdict fail(std::string where, std::optional<Difference> difference, std::string detail = "");
+  // A failure seen in the records of iteration `i`.
+  static Verdict fail_in(size_t i, std::string where, std::optional<Difference> difference, std::string detail = "");
   std::string describe() const;  // one line; empty when the property holds
 };
 
-enum class Classification { pass, regression, pre_existing, fixed, divergent };
+// unreached: one run failed the property in an iteration that the other run never completed (it
+// stopped at an error in that iteration or before), so the other's "holds" says nothing and the
+// pair is not judged by comparison; errors-match judges the error itself. Not an alarm.
+enum class Classification { pass, regression, pre_existing, fixed, divergent, unreached };
 const char* to_string(Classification c);
 // oracle holds, sut fails: regression; both fail the same way: pre-existing; and so on.
 Classification classify(const Verdict& oracle, const Verdict& sut);
+// Whether `run` reached the point where `failed` failed in the other run: it completed that
+// iteration (or, for a body's call, made the same call). A failure about the whole run is
+// always reached.
+bool reached(const Verdict& failed, const Observations& run);
+// classify(oracle, sut), knowing the two runs: a failure at a point the other run never reached
+// is unreached, not a regression (nor fixed).
+Classification classify(const Verdict& oracle, const Verdict& sut, const Observations& oracle_run,
+                        const Observations& sut_run);
 
 // The runs of one case. Properties compare a subject (the oracle's run or the sut's) with the
 // eager run, or with the oracle's run where the property says so.
@@ -50,6 +70,8 @@ struct Property {
 
 // classify(oracle, sut), except for a claim of the change: pass or regression by the sut alone.
 Classification classify(const Property& property, const Verdict& oracle, const Verdict& sut);
+Classification classify(const Property& property, const Verdict& oracle, const Verdict& sut,
+                        const Observations& oracle_run, const Observations& sut_run);
 
 const std::vector<Property>& properties();
 const Property* find_property(const std::string& name);

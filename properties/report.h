@@ -60,7 +60,7 @@ bool leaf_adopts_returned_gradient(const std::string& variant);
 // Prints each property's verdicts and evidence, one block per property.
 std::string describe_results(const std::vector<PropertyResult>& results);
 
-constexpr size_t kClassificationCount = 5;
+constexpr size_t kClassificationCount = 6;
 
 class Summary {
  public:

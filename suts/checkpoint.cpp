@@ -164,6 +164,7 @@ variable_list& last_collected_grads() {
 void reset_grads(const Values& tensors, const CheckpointOptions& options) {
   for (const Value& input : tensors) {
     if (!is_tensor(input)) continue;
+    if (options.clear_only_requiring_grad && !as_tensor(input).requires_grad()) continue;
     at::Tensor& grad = as_tensor(input).mutable_grad();
     if (!grad.defined()) continue;
     if (options.zero_grad_in_place) {
@@ -190,6 +191,14 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     call->rng_states = rng::get_all_rng_states();
     if (call->options.tracker_saved_by_reference) {
       call->rng_states.tracker = rng::get_cuda_rng_tracker().live_states_ptr();
+    }
+    if (call->options.deep_copy_rng_states) {
+      rng::AllStates& saved = call->rng_states;
+      saved.cpu = saved.cpu.clone();
+      saved.device = saved.device.clone();
+      auto copies = std::make_shared<rng::StateMap>();
+      for (const auto& [name, state] : *saved.tracker) (*copies)[name] = state.clone();
+      saved.tracker = std::move(copies);
     }
 
     Values outputs;
@@ -297,9 +306,17 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
 
     const CheckpointOptions& options = call->options;
     auto set_states = [&options](const rng::AllStates& states) {
-      if (options.rng_cpu_only) rng::set_state(rng::cpu_generator(), states.cpu);
-      else if (options.rng_device_only) rng::set_state(rng::device_generator(), states.device);
-      else rng::set_all_rng_states(states);
+      if (options.rng_cpu_only) {
+        rng::set_state(rng::cpu_generator(), states.cpu);
+      } else if (options.rng_device_only) {
+        rng::set_state(rng::device_generator(), states.device);
+      } else if (options.restore_rng_reversed) {
+        rng::get_cuda_rng_tracker().set_states(states.tracker);
+        rng::set_state(rng::device_generator(), states.device);
+        rng::set_state(rng::cpu_generator(), states.cpu);
+      } else {
+        rng::set_all_rng_states(states);
+      }
     };
     Values detached_inputs;
     Values outputs;
@@ -360,7 +377,12 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     variable_list grads;
     grads.emplace_back();  // the CheckpointCall argument
     for (const Value& input : detached_inputs) {
-      if (is_tensor(input)) grads.push_back(as_tensor(input).grad());
+      if (!is_tensor(input)) continue;
+      const at::Tensor& tensor = as_tensor(input);
+      at::Tensor grad = options.move_grads_out ? std::move(tensor.mutable_grad()) : tensor.grad();
+      if (options.return_grad_copies && grad.defined()) grad = grad.clone();
+      if (options.materialize_zero_grads && !grad.defined() && tensor.requires_grad()) grad = at::zeros_like(tensor);
+      grads.push_back(std::move(grad));
     }
     if (options.clear_detached_grads && !options.clear_before_collect) clear_detached_grads();
     if (options.keep_last_grads) last_collected_grads() = grads;
@@ -381,6 +403,15 @@ const std::vector<Variant>& variants() {
     options.clear_detached_grads = true;
     options.*mistake = true;
     return Variant{name, std::string("mutant: ") + description, options, /*is_mutant=*/true};
+  };
+  // A correct rewrite of the change: the change under test written another way.
+  auto equivalent = [](const char* name, const char* description, bool CheckpointOptions::*rewrite) {
+    CheckpointOptions options;
+    options.clear_detached_grads = true;
+    options.*rewrite = true;
+    Variant variant{name, std::string("equivalent: ") + description, options, /*is_mutant=*/false};
+    variant.is_equivalent = true;
+    return variant;
   };
   // A test variant: the change under test, crashing in backward.
   auto crashing = [](bool CheckpointOptions::*crash) {
@@ -427,6 +458,18 @@ const std::vector<Variant>& variants() {
              &CheckpointOptions::grads_paired_unfiltered),
       mutant("keeps-last-grads", "keeps the last collected gradients alive, as a debugging aid",
              &CheckpointOptions::keep_last_grads),
+      mutant("returns-grad-copies", "returns a copy of each collected gradient instead of the gradient itself",
+             &CheckpointOptions::return_grad_copies),
+      mutant("materializes-zero-grads", "hands back a zero tensor where the collected gradient is undefined",
+             &CheckpointOptions::materialize_zero_grads),
+      mutant("rng-states-deep-copied", "saves deep copies of the RNG states (a second copy of each)",
+             &CheckpointOptions::deep_copy_rng_states),
+      equivalent("restore-order-reversed", "sets the tracker, device and CPU states in the reverse order",
+                 &CheckpointOptions::restore_rng_reversed),
+      equivalent("clear-requiring-grad-only", "resets .grad only on the detached inputs that require grad",
+                 &CheckpointOptions::clear_only_requiring_grad),
+      equivalent("grads-moved-out", "moves each gradient out of .grad as it collects, instead of copying the handle",
+                 &CheckpointOptions::move_grads_out),
       {"aborts", "test variant: aborts inside backward, to show that recheck run isolates a crashing case",
        crashing(&CheckpointOptions::abort_in_backward), /*is_mutant=*/false},
       {"segfaults", "test variant: writes through a null pointer inside backward (a segmentation fault)",

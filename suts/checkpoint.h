@@ -104,6 +104,16 @@ struct CheckpointOptions {
   bool distributed_input_not_restored = false;    // no gather of args[0] before recompute
   bool grads_paired_unfiltered = false;           // outputs filtered, their grads not
   bool keep_last_grads = false;                   // keeps the last collected grads (a debug aid)
+  // Mistakes whose only effect may be memory: the allocations property is what sees them.
+  bool return_grad_copies = false;                // returns a copy of each collected gradient
+  bool materialize_zero_grads = false;            // zeros where the collected gradient is undefined
+  bool deep_copy_rng_states = false;              // saves deep copies of the RNG states
+
+  // Equivalent rewrites of the change: correct, so the suite must raise no alarm on them
+  // (`recheck mutants` checks them with the control).
+  bool restore_rng_reversed = false;              // sets tracker, device, CPU states, in that order
+  bool clear_only_requiring_grad = false;         // resets .grad only where the input requires grad
+  bool move_grads_out = false;                    // moves each gradient out of .grad as it collects
 
   // Not mistakes but crashes, to test that `recheck run` isolates cases: at the start of
   // backward, abort the process, or write through a null pointer (a segmentation fault).
@@ -116,6 +126,7 @@ struct Variant {
   std::string description;
   CheckpointOptions options;
   bool is_mutant = false;
+  bool is_equivalent = false;  // a correct rewrite of the change: any alarm on it is a false alarm
 };
 
 // Every named variant, the correct ones first.

@@ -63,10 +63,11 @@ RC_GTEST_PROP(Properties, errors_match, ()) { check_generated_case("errors-match
 RC_GTEST_PROP(Properties, no_side_effects, ()) { check_generated_case("no-side-effects", "clearing"); }
 RC_GTEST_PROP(Properties, grad_released, ()) { check_generated_case("grad-released", "clearing"); }
 RC_GTEST_PROP(Properties, memory_floor, ()) { check_generated_case("memory-floor", "clearing"); }
+RC_GTEST_PROP(Properties, no_extra_allocations, ()) { check_generated_case("no-extra-allocations", "clearing"); }
 
 TEST(Properties, every_property_has_a_rapidcheck_test) {
   // Keeps the list above complete when a property is added.
-  EXPECT_EQ(properties().size(), 9u);
+  EXPECT_EQ(properties().size(), 10u);
 }
 
 // Shrinking, end to end: a mutant fails the property, RapidCheck shrinks the case, the file
@@ -102,7 +103,8 @@ TEST(Generator, reaches_every_corner_with_useful_frequency) {
       "random: cpu", "random: device", "random: tracker", "tracker draw inside a checkpoint",
       "tracker fork inside a checkpoint", "checkpoint inside a tracker fork", "stash of a body input",
       "in-place on an intermediate", "in-place on a body input", "raise in forward", "raise in recomputation",
-      "dtype: float32", "dtype: float64", "dtype: bfloat16", "iterations: 1", "iterations: 2", "iterations: 3"};
+      "dtype: float32", "dtype: float64", "dtype: bfloat16", "iterations: 1", "iterations: 2", "iterations: 3",
+      "large tensors (64 x 64 or more)"};
   constexpr int kCases = 2000;
   std::map<std::string, int> counts;
   for (int i = 0; i < kCases; ++i) {
@@ -113,6 +115,11 @@ TEST(Generator, reaches_every_corner_with_useful_frequency) {
     std::cout << "  " << std::setw(6) << std::fixed << std::setprecision(1) << 100.0 * count / kCases << "%  "
               << feature << "\n";
   }
+  // About one case in eight is large (issue 20: sizes that show the bytes), not more: a
+  // large case costs more, and the corners are reached in the small ones.
+  const int large = counts["large tensors (64 x 64 or more)"];
+  EXPECT_GE(large, kCases / 10) << large << " large cases of " << kCases;
+  EXPECT_LE(large, kCases / 6) << large << " large cases of " << kCases;
   for (const std::string& f : required) {
     EXPECT_GE(counts[f], kCases / 100) << "the generator reaches '" << f << "' in " << counts[f] << " of " << kCases
                                        << " cases";

@@ -33,6 +33,38 @@ TEST(MutantControl, clearing_raises_no_alarm_on_the_hunt_cases) {
                          << " on draw seed " << h.draw_seed;
 }
 
+// An equivalent rewrite of the change is the change: on every case its verdicts are clearing's,
+// property by property (an alarm on it would be a false alarm of recheck).
+class EquivalentTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EquivalentTest, gives_clearing_s_verdicts_on_every_hunt_case) {
+  auto oracle = make_checkpoint("nonclearing");
+  auto clearing = make_checkpoint("clearing");
+  auto rewrite = make_checkpoint(GetParam());
+  for (int i = 0; i < kBudget; ++i) {
+    const Case c = draw_case(GenOptions{}, kFirstSeed + static_cast<uint64_t>(i));
+    const CaseResult expected = check_case(c, *oracle, *clearing);
+    const CaseResult got = check_case(c, *oracle, *rewrite);
+    ASSERT_FALSE(got.has_alarm()) << GetParam() << " on draw seed " << kFirstSeed + i << "\n" << describe_results(got.results);
+    ASSERT_EQ(describe_results(got.results), describe_results(expected.results)) << GetParam() << " on draw seed " << kFirstSeed + i;
+  }
+}
+
+std::vector<std::string> equivalent_names() {
+  std::vector<std::string> names;
+  for (const Variant& v : variants()) {
+    if (v.is_equivalent) names.push_back(v.name);
+  }
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Equivalents, EquivalentTest, ::testing::ValuesIn(equivalent_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           for (char& c : name) c = c == '-' ? '_' : c;
+                           return name;
+                         });
+
 std::vector<std::string> mutant_names() {
   std::vector<std::string> names;
   for (const Variant& v : variants()) {

@@ -2,6 +2,8 @@
 // classification of verdict pairs.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "oracles/eager.h"
@@ -155,6 +157,39 @@ TEST(Classify, pairs_of_verdicts) {
   EXPECT_EQ(classify(a, a), Classification::pre_existing);
   EXPECT_EQ(classify(a, ok), Classification::fixed);
   EXPECT_EQ(classify(a, b), Classification::divergent);
+}
+
+// A run that stopped at an error never reached what the other run failed after it: its "holds"
+// says nothing, and the pair is unreached, neither a regression nor fixed.
+TEST(Classify, a_failure_in_an_iteration_the_other_run_did_not_complete_is_unreached) {
+  Observations completed_one;
+  completed_one.iterations.resize(1);
+  Observations completed_none;  // stopped at an error in iteration 0
+  const Verdict ok = Verdict::pass();
+  const Verdict in_0 = Verdict::fail_in(0, "iteration 0, leaf v1 data", std::nullopt, "a");
+  EXPECT_EQ(classify(ok, in_0, completed_none, completed_one), Classification::unreached);
+  EXPECT_EQ(classify(in_0, ok, completed_one, completed_none), Classification::unreached);
+  EXPECT_EQ(classify(ok, in_0, completed_one, completed_one), Classification::regression);
+  EXPECT_EQ(classify(in_0, ok, completed_one, completed_one), Classification::fixed);
+  const Verdict whole_run = Verdict::fail("error", std::nullopt, "b");  // errors-match: always reached
+  EXPECT_EQ(classify(ok, whole_run, completed_none, completed_one), Classification::regression);
+  EXPECT_FALSE(is_alarm(Classification::unreached));
+}
+
+// The case of issue 20: the oracle raises in backward (args[0] of the second distributing
+// checkpoint still holds the 1-D chunk the first one left, whose backward never runs); clearing
+// does not, so errors-match is fixed, and the sut's no-side-effects failure (that same chunk) is
+// at a point the oracle never reached.
+TEST(Classify, the_oracle_stopped_by_an_error_judges_nothing_after_it) {
+  const Case c = load_case_file(RECHECK_SOURCE_DIR "/corpus/regressions/unreached-after-the-oracle-raised.json");
+  auto oracle = make_checkpoint("nonclearing");
+  auto sut = make_checkpoint("clearing");
+  const CaseResult result = check_case(c, *oracle, *sut);
+  std::map<std::string, Classification> by_property;
+  for (const PropertyResult& r : result.results) by_property[r.property] = r.classification;
+  EXPECT_EQ(by_property["errors-match"], Classification::fixed);
+  EXPECT_EQ(by_property["no-side-effects"], Classification::unreached);
+  EXPECT_FALSE(result.has_alarm()) << describe_results(result.results);
 }
 
 TEST(Errors, errors_match_holds_when_both_raise_the_same_error) {
