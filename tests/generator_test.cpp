@@ -104,7 +104,7 @@ TEST(Generator, reaches_every_corner_with_useful_frequency) {
       "tracker fork inside a checkpoint", "checkpoint inside a tracker fork", "stash of a body input",
       "in-place on an intermediate", "in-place on a body input", "raise in forward", "raise in recomputation",
       "dtype: float32", "dtype: float64", "dtype: bfloat16", "iterations: 1", "iterations: 2", "iterations: 3",
-      "large tensors (64 x 64 or more)"};
+      "large tensors (4,096 elements or more)"};
   constexpr int kCases = 2000;
   std::map<std::string, int> counts;
   for (int i = 0; i < kCases; ++i) {
@@ -117,7 +117,7 @@ TEST(Generator, reaches_every_corner_with_useful_frequency) {
   }
   // About one case in eight is large (issue 20: sizes that show the bytes), not more: a
   // large case costs more, and the corners are reached in the small ones.
-  const int large = counts["large tensors (64 x 64 or more)"];
+  const int large = counts["large tensors (4,096 elements or more)"];
   EXPECT_GE(large, kCases / 10) << large << " large cases of " << kCases;
   EXPECT_LE(large, kCases / 6) << large << " large cases of " << kCases;
   for (const std::string& f : required) {
