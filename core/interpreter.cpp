@@ -532,6 +532,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
   use_deterministic_algorithms();
   Observations obs;
   obs.implementation = implementation.name();
+  obs.code = implementation.code();
   obs.device = c.device;
   const bool on_cuda = c.device == "cuda";
   rng::use_device(on_cuda ? rng::Device::cuda : rng::Device::cpu);

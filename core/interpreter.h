@@ -70,6 +70,7 @@ struct SegmentCall {
 
 struct Observations {
   std::string implementation;
+  std::string code;    // CheckpointImplementation::code()
   std::string device;  // "cpu" or "cuda"
   std::vector<IterationRecord> iterations;
   std::optional<ErrorRecord> error;

@@ -9,6 +9,7 @@ namespace recheck {
 class EagerExecution : public CheckpointImplementation {
  public:
   std::string name() const override { return "eager"; }
+  std::string code() const override { return "eager mode"; }
   Values apply(const RunFunction& run_function, bool /*distribute_saved_activations*/,
                const Values& args) override {
     return run_function(args);

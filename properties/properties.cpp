@@ -348,7 +348,7 @@ const std::vector<Property>& properties() {
       {"no-extra-allocations",
        "every allocation, in each checkpoint forward, checkpoint backward and outside checkpoints, is one the "
        "oracle makes there too (a claim of the change)",
-       no_extra_allocations, /*claim_of_change=*/true},
+       no_extra_allocations, /*claim_of_change=*/true, /*reads_eager=*/false, /*same_code_only=*/true},
   };
   return all;
 }
@@ -381,6 +381,7 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
   for (const Property& p : properties()) {
     if (p.claim_of_change && claims == ChangeClaims::not_applicable) continue;
     if (p.reads_eager && !eager) continue;
+    if (p.same_code_only && oracle.code != sut.code) continue;
     PropertyResult r;
     r.property = p.name;
     r.oracle = p.check(oracle, runs);

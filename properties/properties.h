@@ -66,6 +66,10 @@ struct Property {
   // the same function of their own observations, so when those agree (agree_for_eager) its two
   // verdicts are equal: pass or pre-existing, never an alarm.
   bool reads_eager = false;
+  // Compares what the oracle's and the subject's code do inside (their allocations): only
+  // meaningful between runs of the same code (CheckpointImplementation::code), and left out of
+  // the results otherwise (a Python function against the C++ oracle).
+  bool same_code_only = false;
 };
 
 // classify(oracle, sut), except for a claim of the change: pass or regression by the sut alone.

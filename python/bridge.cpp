@@ -352,7 +352,7 @@ class Interpreter {
 class PythonCheckpoint : public CheckpointImplementation {
  public:
   PythonCheckpoint(std::string name, const std::string& module_name, const std::string& attr, bool clearing)
-      : name_(std::move(name)), clearing_(clearing) {
+      : name_(std::move(name)), code_("Python " + module_name + ":" + attr), clearing_(clearing) {
     Interpreter& interpreter = Interpreter::get();
     py::gil_scoped_acquire gil;
     try {
@@ -397,6 +397,7 @@ class PythonCheckpoint : public CheckpointImplementation {
   }
 
   std::string name() const override { return name_; }
+  std::string code() const override { return code_; }
 
   Values apply(const RunFunction& run_function, bool distribute_saved_activations, const Values& args) override {
     py::gil_scoped_acquire gil;
@@ -481,6 +482,7 @@ class PythonCheckpoint : public CheckpointImplementation {
   }
 
   std::string name_;
+  std::string code_;  // "Python MODULE:ATTR": the same for the clearing wrapper of it
   bool clearing_ = false;
   py::object module_;
   py::object function_;

@@ -48,8 +48,13 @@ class CheckpointImplementation {
     (void)on_cuda;
     return {};
   }
-  // How the change's claims (grad-released, memory-floor) apply to it.
+  // How the change's claims (grad-released, memory-floor, no-extra-allocations) apply to it.
   virtual ChangeClaims change_claims() const { return ChangeClaims::made; }
+  // The code it runs, as one name for every variant of the same code: recheck's C++ port (all
+  // its variants), or a Python module's function (with or without the clearing wrapper).
+  // Allocations are compared only between runs of the same code: another code base allocates
+  // its own way, which says nothing about the change (properties/properties.h).
+  virtual std::string code() const { return "recheck's C++ port of Megatron's CheckpointFunction"; }
   // Whether it can run a checkpoint that distributes its saved activations.
   virtual bool distributes() const { return true; }
   // The tracker the case's tracker draws and fork ops use while this implementation runs;
