@@ -50,35 +50,24 @@ TEST_P(EquivalentTest, gives_clearing_s_verdicts_on_every_hunt_case) {
   }
 }
 
-std::vector<std::string> equivalent_names() {
+// The variants `variants()` marks with `flag`, by name.
+std::vector<std::string> names_of(bool Variant::*flag) {
   std::vector<std::string> names;
   for (const Variant& v : variants()) {
-    if (v.is_equivalent) names.push_back(v.name);
+    if (v.*flag) names.push_back(v.name);
   }
   return names;
 }
 
-INSTANTIATE_TEST_SUITE_P(Equivalents, EquivalentTest, ::testing::ValuesIn(equivalent_names()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string name = info.param;
-                           for (char& c : name) c = c == '-' ? '_' : c;
-                           return name;
-                         });
-
-std::vector<std::string> mutant_names() {
-  std::vector<std::string> names;
-  for (const Variant& v : variants()) {
-    if (v.is_mutant) names.push_back(v.name);
-  }
-  return names;
+// A test name from a variant name: "clear-all-live" -> "clear_all_live".
+std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  for (char& c : name) c = c == '-' ? '_' : c;
+  return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Mutants, MutantTest, ::testing::ValuesIn(mutant_names()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string name = info.param;
-                           for (char& c : name) c = c == '-' ? '_' : c;
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Equivalents, EquivalentTest, ::testing::ValuesIn(names_of(&Variant::is_equivalent)), test_name);
+INSTANTIATE_TEST_SUITE_P(Mutants, MutantTest, ::testing::ValuesIn(names_of(&Variant::is_mutant)), test_name);
 
 }  // namespace
 }  // namespace recheck
