@@ -539,22 +539,28 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
   const rng::UseTracker tracker(implementation.tracker());
   // Before seeding: the states a run starts from are then the run's own blocks, and a run that
   // frees them is credited (core/memory.h).
-  if (!on_cuda) {
-    memory::install_cpu_counting();
-    memory::begin_run();
-  }
+  memory::begin_run();
   rng::reset_all(c.seed);
   implementation.reset_checkpointing_flag();
 
   std::optional<memory::CpuProbe> probe;
+  std::optional<memory::CudaProbe> cuda_probe;  // else the caching allocator's statistics
   const bool measure = options.measure_memory;
   if ((measure || options.cpu_memory_budget > 0) && !on_cuda) probe.emplace();
+  if (measure && on_cuda && memory::cuda_probe_available()) cuda_probe.emplace();
   if (probe && options.cpu_memory_budget > 0) probe->set_budget(options.cpu_memory_budget);
-  auto held = [&] { return on_cuda ? memory::cuda_current() : probe->current(); };
-  auto peak = [&] { return on_cuda ? memory::cuda_peak() : probe->peak(); };
+  auto held = [&] {
+    if (!on_cuda) return probe->current();
+    return cuda_probe ? cuda_probe->current() : memory::cuda_current();
+  };
+  auto peak = [&] {
+    if (!on_cuda) return probe->peak();
+    return cuda_probe ? cuda_probe->peak() : memory::cuda_peak();
+  };
   auto reset_peak = [&] {
-    if (on_cuda) memory::cuda_reset_peak();
-    else probe->reset_peak();
+    if (!on_cuda) probe->reset_peak();
+    else if (cuda_probe) cuda_probe->reset_peak();
+    else memory::cuda_reset_peak();
   };
 
   std::vector<at::Tensor> leaves;

@@ -1,9 +1,12 @@
 #include "core/memory.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
+#include <utility>
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
@@ -21,6 +24,7 @@ constexpr uint8_t kPriority = 100;
 thread_local bool t_uncounted = false;
 
 std::atomic<int> g_scope{0};
+std::atomic<uint64_t> g_run{0};  // begin_run's count: the run every block made now belongs to
 
 // The open allocation log, shared by the CPU allocator and the CUDA trace tracker. Appending
 // takes plain heap memory (std::vector), never libtorch's allocators.
@@ -73,7 +77,7 @@ class CountingAllocator final : public c10::Allocator {
         (void)stale->second.inner.release_context();
         blocks_.erase(stale);
       }
-      blocks_.emplace(data, Block{std::move(inner), bytes, run_.load()});
+      blocks_.emplace(data, Block{std::move(inner), bytes, g_run.load()});
     }
     if (open) {
       add(bytes);
@@ -97,7 +101,6 @@ class CountingAllocator final : public c10::Allocator {
   }
 
   void set_budget(int64_t bytes) { budget_ = bytes; }
-  void begin_run() { ++run_; }
 
   // A probe opens: counts start from zero, with no budget.
   void open_window() {
@@ -151,7 +154,7 @@ class CountingAllocator final : public c10::Allocator {
     Block block = std::move(it->second);
     self.blocks_.erase(it);
     lock.unlock();
-    if (self.window_open_.load() && block.run == self.run_.load()) self.add(-block.bytes);
+    if (self.window_open_.load() && block.run == g_run.load()) self.add(-block.bytes);
   }  // the inner block is freed here, after it left the table: its address can come back
 
   void add(int64_t bytes) const {
@@ -183,25 +186,89 @@ class CountingAllocator final : public c10::Allocator {
   size_t timeline_limit_ = 0;
   mutable std::atomic<bool> recording_{false};
   std::atomic<bool> window_open_{false};
-  std::atomic<uint64_t> run_{0};
   int64_t budget_ = 0;
 };
 
 bool g_probe_open = false;
 
-// Attached once, on the first CUDA log: the tracker cannot be taken away again.
+// The CUDA caching allocator's blocks, as its trace tracker reports them: the same accounting
+// as the CPU allocator's (every block by address, size asked for and run), for CudaProbe.
+class CudaBlocks {
+ public:
+  static CudaBlocks& instance() {
+    static CudaBlocks* blocks = new CudaBlocks();  // never destroyed: the tracker outlives main
+    return *blocks;
+  }
+
+  void on_event(bool allocated, uintptr_t address, int64_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (allocated) {
+      live_[address] = Block{bytes, g_run.load()};
+      if (open_) add(bytes);
+      log().append(/*on_cuda=*/true, bytes);
+      return;
+    }
+    const auto it = live_.find(address);
+    if (it == live_.end()) return;  // handed out before the tracker was attached
+    if (open_ && it->second.run == g_run.load()) add(-it->second.bytes);
+    live_.erase(it);
+  }
+
+  void open() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    current_ = 0;
+    peak_ = 0;
+    open_ = true;
+  }
+  void close() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_ = false;
+  }
+  int64_t current() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return current_;
+  }
+  int64_t peak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return peak_;
+  }
+  void reset_peak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    peak_ = current_;
+  }
+
+ private:
+  struct Block {
+    int64_t bytes;
+    uint64_t run;
+  };
+  void add(int64_t bytes) {
+    current_ += bytes;
+    peak_ = std::max(peak_, current_);
+  }
+
+  std::mutex mutex_;
+  std::unordered_map<uintptr_t, Block> live_;
+  bool open_ = false;
+  int64_t current_ = 0;
+  int64_t peak_ = 0;
+};
+
+// Attached once, on first use: the tracker cannot be taken away again.
 bool cuda_tracker_attached() {
-  static const bool attached =
-      compat::cuda_trace_allocations([](int64_t bytes) { log().append(/*on_cuda=*/true, bytes); });
+  static const bool attached = compat::cuda_trace_allocations(
+      [](bool allocated, uintptr_t address, int64_t bytes) { CudaBlocks::instance().on_event(allocated, address, bytes); });
   return attached;
 }
+
+bool g_cuda_probe_open = false;
 
 }  // namespace
 
 void install_cpu_counting() { CountingAllocator::instance().install(); }
 void begin_run() {
   CountingAllocator::instance().install();
-  CountingAllocator::instance().begin_run();
+  ++g_run;
 }
 
 CpuProbe::CpuProbe() {
@@ -229,7 +296,25 @@ Uncounted::~Uncounted() { t_uncounted = previous_; }
 void set_allocation_scope(int scope) { g_scope.store(scope, std::memory_order_relaxed); }
 int allocation_scope() { return g_scope.load(std::memory_order_relaxed); }
 
-bool allocation_log_available(bool cuda) { return !cuda || RECHECK_CUDA_ALLOCATION_TRACE; }
+bool cuda_probe_available() { return RECHECK_CUDA_ALLOCATION_TRACE; }
+
+CudaProbe::CudaProbe() {
+  if (!cuda_tracker_attached()) throw std::logic_error("recheck::memory::CudaProbe: this libtorch cannot trace CUDA allocations");
+  if (g_cuda_probe_open) throw std::logic_error("recheck::memory::CudaProbe: a probe is already open");
+  g_cuda_probe_open = true;
+  CudaBlocks::instance().open();
+}
+
+CudaProbe::~CudaProbe() {
+  CudaBlocks::instance().close();
+  g_cuda_probe_open = false;
+}
+
+int64_t CudaProbe::current() const { return CudaBlocks::instance().current(); }
+int64_t CudaProbe::peak() const { return CudaBlocks::instance().peak(); }
+void CudaProbe::reset_peak() { CudaBlocks::instance().reset_peak(); }
+
+bool allocation_log_available(bool cuda) { return !cuda || cuda_probe_available(); }
 
 AllocationLog::AllocationLog(bool cuda, size_t limit) {
   if (cuda && !cuda_tracker_attached()) {

@@ -62,11 +62,30 @@ class Uncounted {
   bool previous_;
 };
 
-// One allocation: its size (on CUDA, the caching allocator's block size), and the scope that
-// was current when it was made (set_allocation_scope).
+// One allocation: the bytes asked for, and the scope that was current when it was made
+// (set_allocation_scope).
 struct Allocation {
   int64_t bytes = 0;
   int scope = 0;
+};
+
+// Whether this build can count CUDA bytes block by block (the caching allocator's trace tracker,
+// libtorch 2.1 and later): CudaProbe, and the CUDA allocation log.
+bool cuda_probe_available();
+
+// A window over the CUDA caching allocator's blocks with CpuProbe's promise, in the bytes each
+// allocation asked for (not the allocator's rounded block sizes): what the run made, less what
+// of the run's blocks it gave back. Throws where !cuda_probe_available(). At most one is open.
+class CudaProbe {
+ public:
+  CudaProbe();
+  ~CudaProbe();
+  CudaProbe(const CudaProbe&) = delete;
+  CudaProbe& operator=(const CudaProbe&) = delete;
+
+  int64_t current() const;
+  int64_t peak() const;
+  void reset_peak();
 };
 
 // The scope later allocations belong to, from any thread (the CUDA engine's device thread, a
@@ -79,7 +98,8 @@ int allocation_scope();
 bool allocation_log_available(bool cuda);
 
 // Logs every counted allocation on one device while open: on CPU, those the counting allocator
-// counts (a CpuProbe must be open); on CUDA, every block the caching allocator hands out.
+// counts (a CpuProbe must be open); on CUDA, every block the caching allocator hands out, with
+// the size asked for.
 // At most one is open at a time.
 class AllocationLog {
  public:
@@ -95,7 +115,8 @@ class AllocationLog {
 };
 
 // The CUDA caching allocator's allocated bytes on the current device: current, and peak since
-// the last reset. Throws on a build without CUDA.
+// the last reset (every free in the process counts, an earlier run's too): what a run measures
+// where !cuda_probe_available(). Throws on a build without CUDA.
 int64_t cuda_current();
 int64_t cuda_peak();
 void cuda_reset_peak();

@@ -76,18 +76,24 @@ inline void cuda_reset_peak_allocated_bytes() {
 #endif
 }
 
-// Calls `on_allocation` with the block size of every allocation the CUDA caching allocator makes
-// from now on, on any device; false where this libtorch cannot (then nothing is attached). The
-// callback runs under the allocator's lock: it must not allocate through libtorch.
-inline bool cuda_trace_allocations(std::function<void(int64_t bytes)> on_allocation) {
+// Calls `on_event` for every block the CUDA caching allocator hands out (allocated = true) and
+// every block given back to it (false), from now on, on any device, with the block's address and
+// the size that was asked for (not the rounded block size); false where this libtorch cannot
+// (then nothing is attached). The callback runs under the allocator's lock: it must not call
+// into libtorch.
+inline bool cuda_trace_allocations(std::function<void(bool allocated, uintptr_t address, int64_t bytes)> on_event) {
 #if RECHECK_CUDA_ALLOCATION_TRACE
-  c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker([on_allocation](const auto& entry) {
+  // Attaching needs the caching allocator set up: one allocation does that in every version.
+  (void)at::empty({1}, at::TensorOptions().device(at::kCUDA));
+  c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker([on_event](const auto& entry) {
     using Entry = std::decay_t<decltype(entry)>;
-    if (entry.action_ == Entry::Action::ALLOC) on_allocation(static_cast<int64_t>(entry.size_));
+    const bool allocated = entry.action_ == Entry::Action::ALLOC;
+    if (!allocated && entry.action_ != Entry::Action::FREE_REQUESTED) return;
+    on_event(allocated, static_cast<uintptr_t>(entry.addr_), static_cast<int64_t>(entry.size_));
   });
   return true;
 #else
-  (void)on_allocation;
+  (void)on_event;
   return false;
 #endif
 }

@@ -254,8 +254,9 @@ std::string bytes(int64_t n) { return std::to_string(n) + (n == 1 ? " byte" : " 
 
 // The floor: at most the oracle's, and below it by exactly what letting go of the oracle's
 // recomputation inputs' .grad frees (measured in the oracle's run, core/interpreter.h); the
-// peak: at most the oracle's. To the byte on both devices: on CUDA every figure is the caching
-// allocator's, in its rounded block sizes, on both sides.
+// peak: at most the oracle's. To the byte on both devices: on CUDA the bytes each allocation
+// asked for, from the caching allocator's trace (its rounded statistics on libtorch before 2.1),
+// the same on both sides.
 Verdict memory_floor(const Observations& subject, const Runs& runs) {
   const Observations& oracle = runs.oracle;
   for (size_t i = 0; i < common_iterations(subject, oracle); ++i) {
