@@ -539,7 +539,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
   const rng::UseTracker tracker(implementation.tracker());
   // Before seeding: the states a run starts from are then the run's own blocks, and a run that
   // frees them is credited (core/memory.h).
-  memory::begin_run();
+  memory::begin_run(/*measured=*/options.measure_memory || options.cpu_memory_budget > 0);
   rng::reset_all(c.seed);
   implementation.reset_checkpointing_flag();
 

@@ -25,6 +25,7 @@ thread_local bool t_uncounted = false;
 
 std::atomic<int> g_scope{0};
 std::atomic<uint64_t> g_run{0};  // begin_run's count: the run every block made now belongs to
+std::atomic<bool> g_run_measured{true};  // whether the current run's blocks are worth knowing
 
 // The open allocation log, shared by the CPU allocator and the CUDA trace tracker. Appending
 // takes plain heap memory (std::vector), never libtorch's allocators.
@@ -55,8 +56,9 @@ Log& log() {
 class CountingAllocator final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t n) RECHECK_ALLOCATE_CONST override {
-    const bool counted = !t_uncounted;
     const bool open = window_open_.load();
+    // A run nothing measures (the eager run) makes blocks no probe will ever credit.
+    const bool counted = !t_uncounted && (open || g_run_measured.load(std::memory_order_relaxed));
     if (counted && open && budget_ > 0 && current_.load() + static_cast<int64_t>(n) > budget_) {
       C10_THROW_ERROR(OutOfMemoryError, "recheck: allocating " + std::to_string(n) + " bytes would exceed the CPU memory budget of " +
                                             std::to_string(budget_) + " bytes (" + std::to_string(current_.load()) + " in use)");
@@ -266,9 +268,10 @@ bool g_cuda_probe_open = false;
 }  // namespace
 
 void install_cpu_counting() { CountingAllocator::instance().install(); }
-void begin_run() {
+void begin_run(bool measured) {
   CountingAllocator::instance().install();
   ++g_run;
+  g_run_measured.store(measured);
 }
 
 CpuProbe::CpuProbe() {

@@ -20,9 +20,11 @@ namespace recheck::memory {
 // known by size and by run. Idempotent.
 void install_cpu_counting();
 
-// Begins a run (installing the allocator if needed): blocks made from here on are its own. run_case calls it before it seeds the
-// generators, so that the state a run starts from is the run's too.
-void begin_run();
+// Begins a run (installing the allocator if needed): blocks made from here on are its own.
+// run_case calls it before it seeds the generators, so that the state a run starts from is
+// the run's too. A run that no probe measures (`measured` false: the eager run) is not
+// tracked at all: its blocks could never be credited, and tracking costs a lock per allocation.
+void begin_run(bool measured = true);
 
 // A window on the counting allocator (installing it if needed): counts what is allocated while
 // it is open and credits every free of a block of the current run while it is open, made before

@@ -1,6 +1,7 @@
 #include "properties/properties.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <iterator>
 
@@ -62,6 +63,12 @@ Classification classify(const Verdict& oracle, const Verdict& sut, const Observa
   // A verdict that holds only because its run stopped before the point the other failed at.
   if (oracle.holds && !sut.holds && !reached(sut, oracle_run)) return Classification::unreached;
   if (sut.holds && !oracle.holds && !reached(oracle, sut_run)) return Classification::unreached;
+  // Both fail, the oracle first: the sut held where the oracle failed and went on, to fail at a
+  // point the oracle's run never reached. Nothing there can be compared.
+  if (!oracle.holds && !sut.holds && oracle.iteration >= 0 && sut.iteration > oracle.iteration &&
+      !reached(sut, oracle_run) && oracle.describe() != sut.describe()) {
+    return Classification::unreached;
+  }
   return classify(oracle, sut);
 }
 
@@ -204,14 +211,17 @@ Verdict errors_match(const Observations& subject, const Runs& runs) {
     const std::string differs = rng_difference(s->rng, s->rng_at_phase_start);
     if (!differs.empty()) unrestored = "; RNG not restored when the error reached the caller: " + differs;
   }
+  // The failure is in the first iteration where the subject and eager mode part: the earlier of
+  // the two errors (what classification asks the other run to have reached).
+  const size_t parted = static_cast<size_t>(std::min(s ? s->iteration : INT_MAX, e ? e->iteration : INT_MAX));
   if (!s || !e || !(s->error == e->error) || s->iteration != e->iteration) {
-    return Verdict::fail("error", std::nullopt, describe_error(s) + " | eager: " + describe_error(e) + unrestored);
+    return Verdict::fail_in(parted, "error", std::nullopt, describe_error(s) + " | eager: " + describe_error(e) + unrestored);
   }
   const std::string differs = rng_difference(s->rng, e->rng);
   if (!differs.empty()) {
-    return Verdict::fail("RNG after the error", std::nullopt, "differs from eager: " + differs);
+    return Verdict::fail_in(parted, "RNG after the error", std::nullopt, "differs from eager: " + differs);
   }
-  if (!unrestored.empty()) return Verdict::fail("error", std::nullopt, describe_error(s) + unrestored);
+  if (!unrestored.empty()) return Verdict::fail_in(parted, "error", std::nullopt, describe_error(s) + unrestored);
   return Verdict::pass();
 }
 

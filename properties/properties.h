@@ -33,7 +33,9 @@ struct Verdict {
 
 // unreached: one run failed the property in an iteration that the other run never completed (it
 // stopped at an error in that iteration or before), so the other's "holds" says nothing and the
-// pair is not judged by comparison; errors-match judges the error itself. Not an alarm.
+// pair is not judged by comparison; errors-match judges the error itself. Also when both fail,
+// the oracle first, and the sut (which held there) fails later at a point the oracle never
+// reached. Not an alarm.
 enum class Classification { pass, regression, pre_existing, fixed, divergent, unreached };
 const char* to_string(Classification c);
 // oracle holds, sut fails: regression; both fail the same way: pre-existing; and so on.

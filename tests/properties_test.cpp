@@ -171,7 +171,16 @@ TEST(Classify, a_failure_in_an_iteration_the_other_run_did_not_complete_is_unrea
   EXPECT_EQ(classify(in_0, ok, completed_one, completed_none), Classification::unreached);
   EXPECT_EQ(classify(ok, in_0, completed_one, completed_one), Classification::regression);
   EXPECT_EQ(classify(in_0, ok, completed_one, completed_one), Classification::fixed);
-  const Verdict whole_run = Verdict::fail("error", std::nullopt, "b");  // errors-match: always reached
+  // Both fail, the oracle first (iteration 0, where it stopped), the sut later (iteration 1,
+  // which the oracle never reached): nothing to compare. The other way round, the sut failed
+  // where the oracle still held: divergent, an alarm.
+  Observations completed_two;
+  completed_two.iterations.resize(2);
+  const Verdict in_1 = Verdict::fail_in(1, "error", std::nullopt, "c");
+  EXPECT_EQ(classify(in_0, in_1, completed_none, completed_two), Classification::unreached);
+  EXPECT_EQ(classify(in_1, in_0, completed_two, completed_none), Classification::divergent);
+  EXPECT_EQ(classify(in_0, in_1, completed_two, completed_two), Classification::divergent);
+  const Verdict whole_run = Verdict::fail("error", std::nullopt, "b");  // no iteration: always reached
   EXPECT_EQ(classify(ok, whole_run, completed_none, completed_one), Classification::regression);
   EXPECT_FALSE(is_alarm(Classification::unreached));
 }
