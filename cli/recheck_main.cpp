@@ -1806,15 +1806,11 @@ int command_mutants(const Args& args) {
         const uint64_t draw_seed = start_of(r) + static_cast<uint64_t>(i);
         const CaseResult result = check_case(draw_case(gen, draw_seed), *oracle, correct);
         ++checked;
-        if (!result.has_alarm()) continue;
+        const PropertyResult* alarm = result.first_alarm();
+        if (alarm == nullptr) continue;
         ++alarms;
         if (first.empty()) {
-          for (const PropertyResult& p : result.results) {
-            if (is_alarm(p.classification)) {
-              first = p.property + " " + to_string(p.classification) + " on draw seed " + std::to_string(draw_seed);
-              break;
-            }
-          }
+          first = alarm->property + " " + to_string(alarm->classification) + " on draw seed " + std::to_string(draw_seed);
         }
       }
     }

@@ -267,7 +267,6 @@ bool g_cuda_probe_open = false;
 
 }  // namespace
 
-void install_cpu_counting() { CountingAllocator::instance().install(); }
 void begin_run(bool measured) {
   CountingAllocator::instance().install();
   ++g_run;
@@ -297,7 +296,6 @@ Uncounted::Uncounted() : previous_(t_uncounted) { t_uncounted = true; }
 Uncounted::~Uncounted() { t_uncounted = previous_; }
 
 void set_allocation_scope(int scope) { g_scope.store(scope, std::memory_order_relaxed); }
-int allocation_scope() { return g_scope.load(std::memory_order_relaxed); }
 
 bool cuda_probe_available() { return RECHECK_CUDA_ALLOCATION_TRACE; }
 

@@ -15,12 +15,9 @@
 
 namespace recheck::memory {
 
-// Puts the counting CPU allocator in front of libtorch's, for the rest of the process (frees of
-// its blocks can come at any time, so it is never taken away). Blocks made from then on are
-// known by size and by run. Idempotent.
-void install_cpu_counting();
-
-// Begins a run (installing the allocator if needed): blocks made from here on are its own.
+// Begins a run: blocks made from here on are its own. The first call puts the counting CPU
+// allocator in front of libtorch's for the rest of the process (frees of its blocks can come at
+// any time, so it is never taken away); blocks made from then on are known by size and by run.
 // run_case calls it before it seeds the generators, so that the state a run starts from is
 // the run's too. A run that no probe measures (`measured` false: the eager run) is not
 // tracked at all: its blocks could never be credited, and tracking costs a lock per allocation.
@@ -93,7 +90,6 @@ class CudaProbe {
 // The scope later allocations belong to, from any thread (the CUDA engine's device thread, a
 // CPU kernel's worker threads): the caller's numbering, 0 by default.
 void set_allocation_scope(int scope);
-int allocation_scope();
 
 // Whether allocations on `cuda` (else the CPU) can be logged in this build: on CUDA it needs
 // the caching allocator's trace tracker (libtorch 2.1 and later).

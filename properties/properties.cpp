@@ -72,11 +72,6 @@ Classification classify(const Verdict& oracle, const Verdict& sut, const Observa
   return classify(oracle, sut);
 }
 
-Classification classify(const Property& property, const Verdict& oracle, const Verdict& sut) {
-  if (property.claim_of_change) return sut.holds ? Classification::pass : Classification::regression;
-  return classify(oracle, sut);
-}
-
 Classification classify(const Property& property, const Verdict& oracle, const Verdict& sut,
                         const Observations& oracle_run, const Observations& sut_run) {
   if (property.claim_of_change) return sut.holds ? Classification::pass : Classification::regression;

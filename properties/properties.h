@@ -74,8 +74,8 @@ struct Property {
   bool same_code_only = false;
 };
 
-// classify(oracle, sut), except for a claim of the change: pass or regression by the sut alone.
-Classification classify(const Property& property, const Verdict& oracle, const Verdict& sut);
+// classify(oracle, sut, ...), except for a claim of the change: pass or regression by the sut
+// alone.
 Classification classify(const Property& property, const Verdict& oracle, const Verdict& sut,
                         const Observations& oracle_run, const Observations& sut_run);
 

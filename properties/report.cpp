@@ -11,11 +11,13 @@
 
 namespace recheck {
 
-bool CaseResult::has_alarm() const {
+bool CaseResult::has_alarm() const { return first_alarm() != nullptr; }
+
+const PropertyResult* CaseResult::first_alarm() const {
   for (const PropertyResult& r : results) {
-    if (is_alarm(r.classification)) return true;
+    if (is_alarm(r.classification)) return &r;
   }
-  return false;
+  return nullptr;
 }
 
 bool CaseResult::all_pass() const {
@@ -78,13 +80,11 @@ Hunt hunt(CheckpointImplementation& oracle, CheckpointImplementation& mutant, co
     const uint64_t draw_seed = first_seed + static_cast<uint64_t>(i);
     const CaseResult result = check_case(draw_case(options, draw_seed), oracle, mutant);
     h.cases = i + 1;
-    for (const PropertyResult& r : result.results) {
-      if (!is_alarm(r.classification)) continue;
+    if (const PropertyResult* alarm = result.first_alarm()) {
       h.killed = true;
       h.draw_seed = draw_seed;
-      h.property = r.property;
-      h.classification = r.classification;
-      break;
+      h.property = alarm->property;
+      h.classification = alarm->classification;
     }
   }
   h.seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -22,6 +22,7 @@ struct CaseResult {
   // budget), so no property was checked. Not a failure.
   std::string skipped;
   bool has_alarm() const;
+  const PropertyResult* first_alarm() const;  // the first regression or divergence; null when none
   bool all_pass() const;
 };
 
