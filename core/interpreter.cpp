@@ -13,9 +13,9 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/autograd.h>
-#include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include "core/allocation_scopes.h"
 #include "core/memory.h"
 #include "core/shapes.h"
 
@@ -166,55 +166,6 @@ class Interpreter {
   struct Produced {
     std::string where;
     c10::weak_intrusive_ptr<c10::StorageImpl> storage;
-  };
-
-  // The scope stack the allocation log reads (memory::set_allocation_scope). Shared with the
-  // hooks on checkpoint nodes, which may outlive the interpreter.
-  struct Scopes {
-    bool active = false;
-    std::vector<std::string> names{"outside checkpoints"};
-    std::map<std::string, int> calls;  // per "site phase", how many have begun
-    std::vector<int> stack{0};
-
-    void enter(const std::string& site, const char* phase) {
-      if (!active) return;
-      const std::string key = site + " " + phase;
-      names.push_back(key + " #" + std::to_string(++calls[key]));
-      stack.push_back(static_cast<int>(names.size()) - 1);
-      memory::set_allocation_scope(stack.back());
-    }
-    void leave() {
-      if (!active || stack.size() <= 1) return;
-      stack.pop_back();
-      memory::set_allocation_scope(stack.back());
-    }
-    void reset() {
-      names.resize(1);
-      calls.clear();
-      stack.assign(1, 0);
-      memory::set_allocation_scope(0);
-    }
-  };
-
-  // A checkpoint's backward, from its node's pre-hook to its post-hook. A backward that raises
-  // never reaches the post-hook; the run stops there and the next iteration resets the stack.
-  struct EnterBackward final : torch::autograd::FunctionPreHook {
-    EnterBackward(std::shared_ptr<Scopes> scopes, std::string site) : scopes(std::move(scopes)), site(std::move(site)) {}
-    torch::autograd::variable_list operator()(const torch::autograd::variable_list& grads) override {
-      scopes->enter(site, "backward");
-      return grads;
-    }
-    std::shared_ptr<Scopes> scopes;
-    std::string site;
-  };
-  struct LeaveBackward final : torch::autograd::FunctionPostHook {
-    explicit LeaveBackward(std::shared_ptr<Scopes> scopes) : scopes(std::move(scopes)) {}
-    torch::autograd::variable_list operator()(const torch::autograd::variable_list& grad_inputs,
-                                              const torch::autograd::variable_list&) override {
-      scopes->leave();
-      return grad_inputs;
-    }
-    std::shared_ptr<Scopes> scopes;
   };
 
   void scope_backward_of(const std::string& site, const Values& outputs) {
@@ -394,7 +345,7 @@ class Interpreter {
       const std::string& site = sites_.at(&op);
       scopes_->enter(site, "forward");
       struct Leave {
-        Scopes& scopes;
+        AllocationScopes& scopes;
         ~Leave() { scopes.leave(); }
       } leave{*scopes_};
       outputs = implementation_.apply(run_function, op.distribute, args);
@@ -417,7 +368,7 @@ class Interpreter {
   int recomputing_ = 0;  // recomputations in progress
   std::vector<Watched> watched_;  // this iteration's recomputation inputs
   std::shared_ptr<std::vector<Produced>> produced_ = std::make_shared<std::vector<Produced>>();
-  std::shared_ptr<Scopes> scopes_ = std::make_shared<Scopes>();
+  std::shared_ptr<AllocationScopes> scopes_ = std::make_shared<AllocationScopes>();
 };
 
 // The harness's record of the RNG states: its allocations are not the run's.
