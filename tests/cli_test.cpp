@@ -208,10 +208,12 @@ TEST(Cli, ctrl_c_or_sigterm_stops_a_run_inside_a_slow_case) {
 // On Linux a machine out of memory kills the process touching the pages (SIGKILL from the
 // out-of-memory killer) rather than failing an allocation: a case too large for the machine is
 // skipped, not reported as a crash of the variant. recheck tells by the kernel's count of such
-// kills (/proc/vmstat), read here from a FIFO that counts up at every read (as if the kernel
-// killed a process during every case), or from a file that never changes: the same SIGKILL is
-// then a crash. `run`'s worker, and the one `repro` checks its case in (a case that takes
-// minutes, killed a second in).
+// kills (/proc/vmstat), read here from a file whose count the test raises as it kills the
+// worker (stopped first, so that it cannot start a case between the two), as the kernel does,
+// or leaves alone: the same SIGKILL is then a crash. (A FIFO that counted up at every read
+// raced: a reader could join the pipe as the writer left it, read nothing, and the kill was a
+// crash.) `run`'s worker, and the one `repro` checks its case in (a case that takes minutes,
+// killed a second in).
 TEST(Cli, a_worker_the_out_of_memory_killer_ends_is_a_skipped_case_not_a_crash) {
   const std::string dir = ::testing::TempDir() + "/oom-killed";
   std::filesystem::remove_all(dir);
@@ -226,21 +228,15 @@ TEST(Cli, a_worker_the_out_of_memory_killer_ends_is_a_skipped_case_not_a_crash) 
                 {"outputs", {1}}}}}.dump();
   std::ofstream(dir + "/kill.sh") << R"sh(set -u
 dir=$1; recheck=$2; counted=$3; shift 3
-rm -f "$dir/vmstat"
-writer=
-trap '[ -n "$writer" ] && kill $writer' EXIT
-if [ "$counted" = 1 ]; then
-  mkfifo "$dir/vmstat"
-  # A reader that closes before a write is no reason to stop (SIGPIPE ignored).
-  (trap '' PIPE; i=0; while :; do echo "oom_kill $i" 2> /dev/null > "$dir/vmstat"; i=$((i + 1)); done) & writer=$!
-else
-  echo "oom_kill 7" > "$dir/vmstat"
-fi
+echo "oom_kill 7" > "$dir/vmstat"
 RECHECK_VMSTAT="$dir/vmstat" "$recheck" "$@" > "$dir/log" 2>&1 & p=$!
 for i in $(seq 6000); do w=$(pgrep -P $p) && break; sleep 0.01; done
 # Killed once it has computed for 0.3 s (user + system clock ticks): inside a case, not while
 # it starts, however loaded the machine.
 for i in $(seq 6000); do [ "$(awk '{print $14 + $15}' /proc/$w/stat 2> /dev/null || echo 0)" -ge 30 ] && break; sleep 0.01; done
+kill -STOP $w
+# Replaced by rename: a read sees the old file or the new one, whole.
+[ "$counted" = 1 ] && echo "oom_kill 8" > "$dir/vmstat.next" && mv -f "$dir/vmstat.next" "$dir/vmstat"
 kill -KILL $w; sleep 1; kill -INT $p 2> /dev/null; wait $p; echo "exit=$? worker=$w"
 cat "$dir/log"
 )sh";
