@@ -1,5 +1,7 @@
 #include "core/errors.h"
 
+#include <cstdio>
+
 #include <functional>
 #include <regex>
 #include <string>
@@ -7,6 +9,8 @@
 
 #include <c10/util/Exception.h>
 #include <c10/util/Logging.h>
+
+#include "core/case.h"
 
 namespace recheck {
 
@@ -78,6 +82,42 @@ RaisedError describe_current_exception() {
   } catch (...) {
     return {"RuntimeError", "unknown C++ exception"};
   }
+}
+
+std::string first_line(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  if (line.size() > 300) line = line.substr(0, 297) + "...";
+  return line;
+}
+
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (const char ch : text) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (ch == '\n') {
+      out += "\\n";
+    } else if (ch == '\r') {
+      out += "\\r";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      out += escaped;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+std::string error_line(const std::exception& error) {
+  if (dynamic_cast<const UsageError*>(&error) != nullptr || dynamic_cast<const CaseError*>(&error) != nullptr ||
+      dynamic_cast<const OutputError*>(&error) != nullptr) {
+    return one_line(error.what());
+  }
+  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) {
+    return one_line(first_line(torch_error->what_without_backtrace()));
+  }
+  return one_line(first_line(error.what()));
 }
 
 }  // namespace recheck

@@ -44,4 +44,21 @@ RaisedError describe_current_exception();
 using ExceptionDescriber = std::optional<RaisedError> (*)();
 void add_exception_describer(ExceptionDescriber describer);
 
+// Bad command-line usage: an unknown option, a value out of range, a variant that does not exist.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The first line of an error's text, at most 300 characters: recheck's errors are one line.
+std::string first_line(const std::string& text);
+// recheck's own error messages in one line: a control character (a newline in a file name) is
+// written escaped, "\n", instead of splitting the message or cutting it at the name.
+std::string one_line(const std::string& text);
+// The one line recheck prints for an error that ends a command, in its own process or in a
+// worker (which sends it to its parent as is): recheck's own errors (UsageError, CaseError,
+// OutputError) whole, control characters escaped; libtorch's and the library's cut to their
+// first line, without libtorch's backtrace.
+std::string error_line(const std::exception& error);
+
 }  // namespace recheck

@@ -10,8 +10,8 @@
 
 #include "core/case.h"
 #include "core/errors.h"
-#include "suts/checkpoint.h"
-#include "suts/rng.h"
+#include "core/checkpoint_interface.h"
+#include "core/rng.h"
 
 namespace recheck {
 

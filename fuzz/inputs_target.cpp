@@ -3,7 +3,7 @@
 //     unchanged from JSON;
 //   - through the JSON loader as a case file: it must give a case or a CaseError, nothing else.
 // Anything else (another exception, a crash, a sanitizer report, a hang) is a finding. Meant
-// for the sanitizer build (ci/campaign --sanitize): the ten-million-execution goal of issue 6.
+// for the sanitizer build (tools/campaign --sanitize): the ten-million-execution goal of issue 6.
 #include <cstdio>
 #include <cstdlib>
 #include <string>

@@ -32,7 +32,7 @@ int64_t ulp_distance(double a, double b, at::ScalarType dtype);
 std::optional<Difference> scaled_ulp_difference(const at::Tensor& subject, const at::Tensor& reference,
                                                 int64_t max_ulp);
 
-// The bound grads-match-eager allows where the summation order may differ (see README).
+// The bound grads-match-eager allows where the summation order may differ (docs/properties.md).
 int64_t grad_ulp_bound(at::ScalarType dtype);
 
 std::string shape_string(at::IntArrayRef sizes);

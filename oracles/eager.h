@@ -2,7 +2,7 @@
 // checkpoint implementation is held to.
 #pragma once
 
-#include "suts/checkpoint.h"
+#include "core/checkpoint_interface.h"
 
 namespace recheck {
 

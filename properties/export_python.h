@@ -19,11 +19,6 @@ struct ExportOptions {
   std::string property = "outputs-bitwise";
 };
 
-// The PR's change as a Python wrapper around a Megatron-style Function: defines
-// `clearing(function, module)` (needs `torch` imported). The bridge's python-clearing variants
-// and exported scripts share it.
-extern const char* const kPrWrapperPy;
-
 // Throws std::invalid_argument for an unknown checkpoint or property.
 std::string export_python(const Case& c, const ExportOptions& options);
 

@@ -1,6 +1,6 @@
 // The Python bridge: Python checkpoint implementations as recheck variants, run in an embedded
 // CPython next to the C++ oracle and eager mode. Built only with -DRECHECK_PYTHON=ON, against
-// the libtorch of the Python torch it embeds (see the README, "Python checkpoint code").
+// the libtorch of the Python torch it embeds (see docs/python.md).
 //
 // Variant names it adds to make_checkpoint:
 //   python:MODULE:ATTR           ATTR of MODULE, called Megatron's way

@@ -10,13 +10,11 @@
 #include <torch/csrc/autograd/engine.h>
 
 #include "core/errors.h"
-#include "suts/rng.h"
+#include "core/rng.h"
 
 namespace recheck {
 
 namespace {
-
-bool g_is_checkpointing = false;
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
@@ -393,9 +391,6 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
 
 }  // namespace
 
-bool is_checkpointing() { return g_is_checkpointing; }
-void set_checkpointing(bool value) { g_is_checkpointing = value; }
-
 const std::vector<Variant>& variants() {
   // Each mutant is the change under test plus one mistake.
   auto mutant = [](const char* name, const char* description, bool CheckpointOptions::*mistake) {
@@ -529,60 +524,9 @@ Values MegatronCheckpoint::apply(const RunFunction& run_function, bool distribut
   return outputs;
 }
 
-bool CheckpointImplementation::checkpointing_flag() const { return is_checkpointing(); }
-void CheckpointImplementation::reset_checkpointing_flag() { set_checkpointing(false); }
-
-void check_ready_to_run(bool on_cuda, const CheckpointImplementation& oracle, const CheckpointImplementation& sut) {
-  const rng::Device device = on_cuda ? rng::Device::cuda : rng::Device::cpu;
-  rng::check_device_available(device);
-  // The variants before the probe: a Python variant names the cause of a CUDA broken by a fork
-  // (torch.cuda knows it), where the probe can only report CUDA's error.
-  oracle.check_process_ready(on_cuda);
-  sut.check_process_ready(on_cuda);
-  rng::check_device_works(device);
-}
-
-namespace {
-
-std::map<std::string, CheckpointFactory>& factories() {
-  static std::map<std::string, CheckpointFactory> all;
-  return all;
-}
-
-std::map<std::string, std::string>& aliases() {
-  static std::map<std::string, std::string> all;
-  return all;
-}
-
-}  // namespace
-
-void register_checkpoint_factory(const std::string& prefix, CheckpointFactory factory) {
-  factories()[prefix] = std::move(factory);
-}
-
-bool needs_python_bridge(const std::string& name) {
-  return name.rfind("python:", 0) == 0 || name.rfind("python-clearing:", 0) == 0 || name == "megatron-py" ||
-         name == "megatron-py-clearing" || name == "torch-py";
-}
-
-bool python_bridge_built() { return factories().count("python") != 0; }
-
-void register_checkpoint_alias(const std::string& alias, const std::string& name) { aliases()[alias] = name; }
-
 std::unique_ptr<CheckpointImplementation> make_checkpoint(const std::string& variant_name) {
-  if (needs_python_bridge(variant_name) && !python_bridge_built()) {
-    throw std::invalid_argument("variant '" + variant_name + "' needs the Python bridge, and this recheck was built "
-                                "without it (configure with -DRECHECK_PYTHON=ON against a Python torch: see the "
-                                "README, \"Python checkpoint code\", or run ci/python)");
-  }
-  const auto alias = aliases().find(variant_name);
-  const std::string& name = alias == aliases().end() ? variant_name : alias->second;
-  const size_t colon = name.find(':');
-  if (colon != std::string::npos) {
-    const auto factory = factories().find(name.substr(0, colon));
-    if (factory != factories().end()) return factory->second(name);
-  }
-  return std::make_unique<MegatronCheckpoint>(find_variant(name));
+  if (auto registered = make_registered_checkpoint(variant_name)) return registered;
+  return std::make_unique<MegatronCheckpoint>(find_variant(resolve_checkpoint_alias(variant_name)));
 }
 
 }  // namespace recheck

@@ -1,5 +1,6 @@
 // The functions under test: a port of Megatron-LM's CheckpointFunction
 // (megatron/core/tensor_parallel/random.py), step for step, and its variants as named options.
+// The interface they implement is core/checkpoint_interface.h.
 #pragma once
 
 #include <functional>
@@ -7,81 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "core/checkpoint_interface.h"
 #include "core/value.h"
 
 namespace recheck {
-
-namespace rng {
-struct TrackerHooks;
-}
-
-// How the change's claims apply to a variant:
-//   made:            the change, or the change with a mistake (every C++ variant): held to them;
-//   like_oracle:     the same function without the change (released Megatron code): held to
-//                    what the oracle does, so that failing a claim as the oracle fails it is
-//                    pre-existing, and allocating differently from it is a finding;
-//   not_applicable:  another function (PyTorch's checkpoint): not checked, and there being no
-//                    change to regress, every property it fails is pre-existing.
-enum class ChangeClaims { made, like_oracle, not_applicable };
-
-// The RNG sources a variant saves before forward and restores around recomputation.
-// Generated cases for a variant draw only from its sources, and rng-restored holds it to them.
-struct RngSources {
-  bool cpu = true;
-  bool device = true;
-  bool tracker = true;  // Megatron's CudaRNGStatesTracker (and the fork ops that use it)
-};
-
-// A checkpointed segment's body, called once in forward and again to recompute in backward.
-using RunFunction = std::function<Values(const Values&)>;
-
-// What the interpreter calls for every checkpoint op. C++ variants, eager execution and (later)
-// Python implementations all plug in here.
-class CheckpointImplementation {
- public:
-  virtual ~CheckpointImplementation() = default;
-  virtual std::string name() const = 0;
-  virtual Values apply(const RunFunction& run_function, bool distribute_saved_activations,
-                       const Values& args) = 0;
-
-  virtual RngSources rng_sources(bool on_cuda) const {
-    (void)on_cuda;
-    return {};
-  }
-  // How the change's claims (grad-released, memory-floor, no-extra-allocations) apply to it.
-  virtual ChangeClaims change_claims() const { return ChangeClaims::made; }
-  // The code it runs, as one name for every variant of the same code: recheck's C++ port (all
-  // its variants), or a Python module's function (with or without the clearing wrapper).
-  // Allocations are compared only between runs of the same code: another code base allocates
-  // its own way, which says nothing about the change (properties/properties.h).
-  virtual std::string code() const { return "recheck's C++ port of Megatron's CheckpointFunction"; }
-  // Whether it can run a checkpoint that distributes its saved activations.
-  virtual bool distributes() const { return true; }
-  // The tracker the case's tracker draws and fork ops use while this implementation runs;
-  // null: recheck's own (suts/rng.h).
-  virtual const rng::TrackerHooks* tracker() const { return nullptr; }
-  // The is-checkpointing flag this implementation keeps (Megatron's module global for a Python
-  // variant), and putting it down before a run.
-  virtual bool checkpointing_flag() const;
-  virtual void reset_checkpointing_flag();
-  // Called once in a process that is about to check cases (recheck run's worker), before the
-  // first: throws, naming the cause, when the implementation cannot run in this process.
-  virtual void check_process_ready(bool on_cuda) const { (void)on_cuda; }
-};
-
-// Variants from elsewhere: a name "PREFIX:..." goes to the factory registered for PREFIX
-// (the Python bridge registers "python" and "python-clearing").
-using CheckpointFactory = std::function<std::unique_ptr<CheckpointImplementation>(const std::string& name)>;
-void register_checkpoint_factory(const std::string& prefix, CheckpointFactory factory);
-// Whether `name` is a Python variant, and whether this process has the bridge that runs them.
-bool needs_python_bridge(const std::string& name);
-bool python_bridge_built();
-// Short names for registered ones ("megatron-py" for "python:megatron...").
-void register_checkpoint_alias(const std::string& alias, const std::string& name);
-
-// The global "is checkpointing" flag: set while a checkpoint's forward or backward runs.
-bool is_checkpointing();
-void set_checkpointing(bool value);
 
 // The options that make the named variants. Each is one plausible way to write the function.
 struct CheckpointOptions {
@@ -151,10 +81,5 @@ class MegatronCheckpoint : public CheckpointImplementation {
 };
 
 std::unique_ptr<CheckpointImplementation> make_checkpoint(const std::string& variant_name);
-
-// Before a process checks its first case: the device works here (one small op; none for the
-// CPU) and each implementation can run here (check_process_ready). Throws, naming the cause.
-// Otherwise every case would fail the same way, for a reason that is not the variant's.
-void check_ready_to_run(bool on_cuda, const CheckpointImplementation& oracle, const CheckpointImplementation& sut);
 
 }  // namespace recheck

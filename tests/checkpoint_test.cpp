@@ -6,7 +6,7 @@
 
 #include "core/errors.h"
 #include "suts/checkpoint.h"
-#include "suts/rng.h"
+#include "core/rng.h"
 
 namespace recheck {
 namespace {

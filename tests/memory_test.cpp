@@ -9,7 +9,7 @@
 #include "core/memory.h"
 #include "core/torch_compat.h"
 #include "properties/report.h"
-#include "suts/rng.h"
+#include "core/rng.h"
 
 namespace recheck {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "suts/rng.h"
+#include "core/rng.h"
 #include "core/errors.h"
 
 namespace recheck {

@@ -1,4 +1,4 @@
-#include "suts/rng.h"
+#include "core/rng.h"
 
 #include <cstring>
 #include <mutex>

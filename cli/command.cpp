@@ -1,0 +1,134 @@
+#include "cli/command.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "core/interpreter.h"
+#include "properties/generator.h"
+#include "suts/checkpoint.h"
+
+namespace recheck::cli {
+
+std::unique_ptr<std::ostream> g_report_stream;
+
+const std::vector<const Command*>& commands() {
+  static const std::vector<const Command*> all = {&kRun,      &kRepro,    &kShow,    &kMinimize, &kReplay, &kExportPython,
+                                                  &kFuzzSeeds, &kVariants, &kMutants, &kMemory,   &kBench};
+  return all;
+}
+
+void write_json_report(const std::string& where, const json& report) {
+  if (where == "-") {
+    (g_report_stream ? *g_report_stream : std::cout) << report.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+  } else {
+    write_file_atomically(where, report.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  }
+}
+
+void check_output_file(const std::string& path, const std::string& option) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw UsageError(option + ": an empty file name");
+  std::error_code error;
+  if (fs::is_directory(path, error)) throw UsageError(option + ": " + path + " is a folder, not a file");
+  const fs::path folder = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  if (!fs::is_directory(folder, error)) {
+    throw UsageError(option + ": " + path + ": no folder " + folder.string() + " to write it in");
+  }
+  if (fs::path(path).filename().string().size() > 255) {
+    throw UsageError(option + ": " + path + ": the file name is over 255 bytes");
+  }
+  if (access(folder.c_str(), W_OK) != 0) {
+    throw UsageError(option + ": " + path + ": cannot write in " + folder.string() + ": " + std::strerror(errno));
+  }
+}
+
+void check_output_files(const Args& args, std::initializer_list<const char*> options) {
+  for (const char* option : options) {
+    if (args.has(option) && !(std::string(option) == "json" && args.get(option, "") == "-")) {
+      check_output_file(args.get(option, ""), std::string("--") + option);
+    }
+  }
+}
+
+void check_output_folder(const std::string& dir, const std::string& option) {
+  namespace fs = std::filesystem;
+  if (dir.empty()) throw UsageError(option + ": an empty folder name");
+  std::error_code error;
+  for (fs::path p = fs::absolute(dir, error); !p.empty(); p = p.parent_path()) {
+    if (fs::exists(p, error)) {
+      if (!fs::is_directory(p, error)) throw UsageError(option + ": " + dir + ": " + p.string() + " is not a folder");
+      if (access(p.c_str(), W_OK) != 0) {
+        throw UsageError(option + ": " + dir + ": cannot write in " + p.string() + ": " + std::strerror(errno));
+      }
+      return;
+    }
+    if (fs::is_symlink(fs::symlink_status(p, error))) {
+      throw UsageError(option + ": " + dir + ": " + p.string() + " is a link to nothing (or a loop)");
+    }
+    if (p == p.parent_path()) return;
+  }
+}
+
+void make_output_folder(const std::string& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) throw OutputError(dir + ": cannot create the folder: " + error.message());
+}
+
+Case load_case_or_fuzz_input(const std::string& path, const Limits& limits, bool force_bytes, const std::string& device) {
+  const std::string text = read_case_file_text(path, limits);
+  // JSON may start with a UTF-8 byte order mark, which the JSON parser skips.
+  const std::size_t bom = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
+  const auto first = text.find_first_not_of(" \t\r\n", bom);
+  const bool json_name = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  if (!force_bytes && (json_name || (first != std::string::npos && text[first] == '{'))) {
+    return parse_case_text(text, path, limits);
+  }
+  GenOptions options;
+  options.device = device;
+  Case c = decode_case(reinterpret_cast<const uint8_t*>(text.data()), text.size(), options);
+  c.note = "decoded from the fuzzer input " + std::filesystem::path(path).filename().string() + " (" +
+           std::to_string(text.size()) + " bytes)";
+  // The decoder bounds what it makes by its own budget: --limits applies to its case too.
+  try {
+    validate(c, limits);
+  } catch (const CaseError& error) {
+    throw CaseError(path + " (decoded as fuzzer bytes): " + error.what());
+  }
+  return c;
+}
+
+Limits limits_of(const Args& args) {
+  const Limits limits = args.has("limits") ? parse_limits(args.get("limits", "")) : Limits{};
+  set_value_element_limit(limits.leaf_elements);
+  return limits;
+}
+
+Case load_positional_case(const Args& args, const char* command) {
+  if (args.positional().size() != 1) throw UsageError(std::string(command) + " takes one case file");
+  const Limits limits = limits_of(args);
+  return load_case_or_fuzz_input(args.positional()[0], limits, args.flag("bytes"), device_option(args));
+}
+
+std::unique_ptr<CheckpointImplementation> make_variant(const std::string& name) {
+  try {
+    return make_checkpoint(name);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(error.what());
+  }
+}
+
+std::string device_option(const Args& args, const char* option) {
+  const std::string device = args.get(option, "cpu");
+  if (device != "cpu" && device != "cuda") {
+    throw UsageError(std::string("--") + option + ": expected cpu or cuda, got '" + device + "'");
+  }
+  return device;
+}
+
+}  // namespace recheck::cli

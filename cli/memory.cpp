@@ -1,0 +1,189 @@
+// recheck memory: the PR's memory measurement, reproduced on a synthetic residual-stream model.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "core/interpreter.h"
+#include "properties/generator.h"
+#include "properties/properties.h"
+#include "runner/case_worker.h"
+
+namespace recheck::cli {
+
+namespace {
+
+const char* kMemoryHelp = R"(usage: recheck memory [options]
+
+The PR's measurement, reproduced on a synthetic model: a stack of checkpointed layers over
+residual streams, each layer stashing its stream inputs the way a module caching its input
+does. Runs it with the sut and with the oracle and prints, per iteration, the allocator floor
+(bytes held between iterations) and peak of both, the floor freed by the sut, and the
+prediction: the .grad bytes of the stashed recomputation inputs. Draws allocated bytes over the
+last iteration for both into an SVG (CPU only). Exit code 1 when the sut's floor or peak is
+above the oracle's or the freed bytes differ from the prediction.
+
+options:
+  --layers N        checkpointed layers (default 2)
+  --streams N       residual streams (default 4)
+  --seq N           sequence length (default 64; the PR used 8192 on a GPU)
+  --hidden N        hidden size (default 32)
+  --dtype D         float32, float64 or bfloat16 (default float32)
+  --iterations N    iterations (default 2)
+  --device D        cpu or cuda (default cpu)
+  --sut NAME        variant under test (default clearing)
+  --oracle NAME     reference variant (default nonclearing)
+  --svg FILE        the picture (default recheck-memory.svg; '' for none)
+  --json FILE       the figures as data ('-' for standard output)
+)";
+
+std::string memory_svg(const std::vector<int64_t>& sut, const std::vector<int64_t>& oracle, const std::string& sut_name,
+                       const std::string& oracle_name, const std::string& title) {
+  constexpr double kWidth = 800, kHeight = 320, kLeft = 90, kRight = 20, kTop = 40, kBottom = 40;
+  int64_t top = 1;
+  for (int64_t b : sut) top = std::max(top, b);
+  for (int64_t b : oracle) top = std::max(top, b);
+  auto polyline = [&](const std::vector<int64_t>& points, const char* colour) {
+    std::ostringstream out;
+    out << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\" points=\"";
+    for (size_t i = 0; i < points.size(); ++i) {
+      const double x = kLeft + (kWidth - kLeft - kRight) * (points.size() > 1 ? double(i) / double(points.size() - 1) : 0.0);
+      const double y = kTop + (kHeight - kTop - kBottom) * (1.0 - double(points[i]) / double(top));
+      out << std::fixed << std::setprecision(1) << x << "," << y << " ";
+    }
+    out << "\"/>\n";
+    return out.str();
+  };
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight << "\">\n"
+      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      << "<text x=\"" << kLeft << "\" y=\"20\" font-family=\"sans-serif\" font-size=\"13\">" << title << "</text>\n"
+      << "<line x1=\"" << kLeft << "\" y1=\"" << kTop << "\" x2=\"" << kLeft << "\" y2=\"" << kHeight - kBottom
+      << "\" stroke=\"black\"/>\n"
+      << "<line x1=\"" << kLeft << "\" y1=\"" << kHeight - kBottom << "\" x2=\"" << kWidth - kRight << "\" y2=\""
+      << kHeight - kBottom << "\" stroke=\"black\"/>\n"
+      << "<text x=\"5\" y=\"" << kTop + 5 << "\" font-family=\"sans-serif\" font-size=\"11\">" << top << " B</text>\n"
+      << "<text x=\"5\" y=\"" << kHeight - kBottom << "\" font-family=\"sans-serif\" font-size=\"11\">0 B</text>\n"
+      << "<text x=\"" << kLeft << "\" y=\"" << kHeight - 12
+      << "\" font-family=\"sans-serif\" font-size=\"11\">allocations and frees over the last iteration (each line scaled to its own count)</text>\n"
+      << polyline(oracle, "#1f77b4") << polyline(sut, "#d62728")
+      << "<text x=\"" << kWidth - 260 << "\" y=\"" << kTop + 12 << "\" font-family=\"sans-serif\" font-size=\"12\" fill=\"#1f77b4\">oracle: "
+      << oracle_name << "</text>\n"
+      << "<text x=\"" << kWidth - 260 << "\" y=\"" << kTop + 28 << "\" font-family=\"sans-serif\" font-size=\"12\" fill=\"#d62728\">sut: "
+      << sut_name << "</text>\n</svg>\n";
+  return svg.str();
+}
+
+
+int command_memory(const Args& args) {
+  ResidualStreamOptions model;
+  model.layers = static_cast<int>(args.number("layers", model.layers, 1, 1024));
+  model.streams = static_cast<int>(args.number("streams", model.streams, 1, 64));
+  model.seq = args.number("seq", model.seq, 1, 1 << 20);
+  model.hidden = args.number("hidden", model.hidden, 1, 1 << 16);
+  model.iterations = static_cast<int>(args.number("iterations", model.iterations, 1, 100));
+  model.device = device_option(args);
+  const std::string dtype = args.get("dtype", "float32");
+  if (dtype == "float32") model.dtype = DType::float32;
+  else if (dtype == "float64") model.dtype = DType::float64;
+  else if (dtype == "bfloat16") model.dtype = DType::bfloat16;
+  else throw UsageError("--dtype: expected float32, float64 or bfloat16, got '" + dtype + "'");
+  const std::unique_ptr<CheckpointImplementation> sut = make_variant(args.get("sut", "clearing"));
+  const std::unique_ptr<CheckpointImplementation> oracle = make_variant(args.get("oracle", "nonclearing"));
+  check_output_files(args, {"json"});
+  const std::string svg_path = args.get("svg", "recheck-memory.svg");  // empty: no picture
+  if (!svg_path.empty()) check_output_file(svg_path, "--svg");
+  const Case c = residual_stream_case(model);
+  set_value_element_limit(limits_at_ceilings().leaf_elements);  // the model asked for, as built
+  runner::check_can_run(c.device, "--device " + model.device, *oracle, *sut);
+  RunOptions options;
+  options.record_segment_calls = false;
+  options.record_timeline = model.device == "cpu";
+  const Observations o = run_case(c, *oracle, options);
+  const Observations s = run_case(c, *sut, options);
+  for (const Observations* run : {&o, &s}) {
+    if (run->error) {
+      std::cerr << "recheck memory: " << run->implementation << " raised " << run->error->error.type << ": "
+                << run->error->error.message << "\n";
+      return 1;
+    }
+  }
+  std::cout << "recheck memory: " << c.note << ", " << dtype << ", " << model.iterations << " iterations, "
+            << model.device << "; sut " << sut->name() << ", oracle " << oracle->name() << "\n\n"
+            << std::left << std::setw(10) << "iteration" << std::right << std::setw(14) << "floor sut" << std::setw(14)
+            << "floor oracle" << std::setw(12) << "freed" << std::setw(12) << "predicted" << std::setw(14) << "peak sut"
+            << std::setw(14) << "peak oracle" << std::setw(12) << "peak freed" << "\n";
+  bool ok = true;
+  json rows = json::array();
+  for (size_t i = 0; i < s.iterations.size(); ++i) {
+    const MemoryRecord& ms = s.iterations[i].memory;
+    const MemoryRecord& mo = o.iterations[i].memory;
+    const int64_t freed = mo.floor - ms.floor;
+    const int64_t predicted = mo.released_bytes;
+    std::cout << std::left << std::setw(10) << i << std::right << std::setw(14) << ms.floor << std::setw(14) << mo.floor
+              << std::setw(12) << freed << std::setw(12) << predicted << std::setw(14) << ms.peak << std::setw(14)
+              << mo.peak << std::setw(12) << mo.peak - ms.peak << "\n";
+    rows.push_back({{"iteration", i}, {"floor_sut", ms.floor}, {"floor_oracle", mo.floor}, {"freed", freed},
+                    {"predicted", predicted}, {"peak_sut", ms.peak}, {"peak_oracle", mo.peak},
+                    {"peak_freed", mo.peak - ms.peak}});
+  }
+  // The verdicts of the two memory claims, as `recheck run` gives them.
+  const Runs runs{o, o};
+  for (const char* name : {"memory-floor", "no-extra-allocations"}) {
+    const Property& property = *find_property(name);
+    if (property.same_code_only && s.code != o.code) continue;
+    const Verdict verdict = property.check(s, runs);
+    if (!verdict.holds) std::cout << name << ": " << verdict.describe() << "\n";
+    ok = ok && verdict.holds;
+  }
+  const MemoryRecord& last_s = s.iterations.back().memory;
+  const MemoryRecord& last_o = o.iterations.back().memory;
+  const double per_layer = double(last_o.floor - last_s.floor) / model.layers;
+  const bool adopted = model.device == "cpu" && leaf_adopts_returned_gradient(sut->name());
+  std::cout << "\nper checkpointed layer: " << std::fixed << std::setprecision(1) << per_layer
+            << " bytes freed at the floor (predicted " << double(last_o.released_bytes) / model.layers
+            << ": " << model.streams << " streams x " << model.seq << " x " << model.hidden << " x "
+            << at::elementSize(scalar_type(model.dtype)) << " bytes)\n" << std::defaultfloat;
+  if (model.device == "cpu") {
+    std::cout << "gradient adoption: a leaf passed straight to a " << sut->name()
+              << " checkpoint whose body keeps its input "
+              << (adopted ? "adopts the returned gradient as its .grad (no copy)" : "gets a copy of the returned gradient")
+              << "\n";
+  }
+  if (!svg_path.empty() && model.device == "cpu") {
+    write_file_atomically(svg_path, memory_svg(s.timeline, o.timeline, sut->name(), oracle->name(), c.note));
+    std::cout << "picture: " << svg_path << "\n";
+  }
+  std::cout << (ok ? "OK: the sut's floor and peak are at most the oracle's, it frees exactly the prediction, and it "
+                     "allocates nothing the oracle does not\n"
+                   : "FAIL: the sut's floor or peak is above the oracle's, what it frees differs from the prediction, or "
+                     "it allocates what the oracle does not\n");
+  if (args.has("json")) {
+    write_json_report(args.get("json", "-"), {{"tool", "recheck"},
+                                              {"command", "memory"},
+                                              {"model", {{"layers", model.layers}, {"streams", model.streams},
+                                                         {"seq", model.seq}, {"hidden", model.hidden},
+                                                         {"dtype", dtype}, {"device", model.device}}},
+                                              {"sut", sut->name()},
+                                              {"oracle", oracle->name()},
+                                              {"iterations", rows},
+                                              {"freed_per_layer", per_layer},
+                                              {"gradient_adopted", model.device == "cpu" ? json(adopted) : json(nullptr)},
+                                              {"ok", ok}});
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+const Command kMemory{"memory", "measure the allocator floor and peak of sut and oracle on a residual-stream model", kMemoryHelp, {}, {"layers", "streams", "seq", "hidden", "dtype", "iterations", "device", "sut", "oracle", "svg", "json"}, command_memory, false};
+
+}  // namespace recheck::cli

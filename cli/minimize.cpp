@@ -1,0 +1,156 @@
+// recheck minimize: shrink a failing case to a small JSON case that shows the same alarm.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "properties/reduce.h"
+#include "properties/report.h"
+#include "properties/corpus.h"
+#include "runner/case_worker.h"
+#include "runner/interrupts.h"
+
+namespace recheck::cli {
+
+namespace {
+
+using runner::CaseWorker;
+using runner::IsolatedCheck;
+using runner::check_can_run;
+using runner::check_isolated;
+using runner::device_missing;
+
+const char* kMinimizeHelp = R"(usage: recheck minimize CASE [--sut NAME] [--oracle NAME] [--property NAME] [--out FILE]
+
+Shrinks a failing case while the same property keeps failing the same way (the same
+classification: regression or divergent), and writes the smallest case found as JSON, with a
+note saying what it shows and the expectations `recheck replay` checks. The reducer drops ops,
+inlines checkpoints and forks, drops checkpoint arguments, outputs and unused leaves, shrinks
+shapes, and simplifies the dtype, the iteration count and requires_grad flags.
+
+CASE is a JSON case or a fuzzer input (as for `recheck repro`: --bytes, --device, --limits).
+--sut NAME        the variant the case fails on (default clearing)
+--oracle NAME     reference variant (default nonclearing)
+--property NAME   the property to keep failing (default: the first that raises an alarm); with
+                  it, a pre-existing finding (the oracle fails too) can be minimized as well
+--out FILE        where to write the minimized case (default: CASE's name + .min.json)
+--no-isolate      check in this process (for a debugger). By default every check runs in a
+                  worker process: a case that crashes it (an abort, a segmentation fault in the
+                  variant) is minimized as runs-to-completion crash, and a candidate that crashes
+                  it while another alarm is minimized is a candidate that does not show it.
+Ctrl-C (or SIGTERM) stops at the candidate in progress and writes the smallest case so far.
+Exit codes: 0 minimized and written; 2 bad input, or the case shows no alarm to minimize;
+130 (143 for SIGTERM) interrupted, the smallest case so far written.
+)";
+
+int command_minimize(const Args& args) {
+  const Case original = load_positional_case(args, "minimize");
+  const auto sut = make_variant(args.get("sut", "clearing"));
+  const auto oracle = make_variant(args.get("oracle", "nonclearing"));
+  const std::string out = args.get("out", args.positional()[0] + ".min.json");
+  check_output_file(out, args.has("out") ? "--out" : "the default --out");
+  const std::string& file = args.positional()[0];
+  const std::string property = args.get("property", "");
+  if (!property.empty() && property != kCrashProperty && find_property(property) == nullptr) {
+    throw UsageError("--property: no property named '" + property + "'");
+  }
+  const auto start = Clock::now();
+  // Every check, the first one and each candidate's, in a worker process (unless --no-isolate):
+  // a candidate that crashes the variant is a candidate that does not show the alarm, not the
+  // end of the minimization, and a case that crashes it from the start is minimized as a crash.
+  const Limits limits = limits_of(args);
+  CaseWorker worker(file, original.device, *oracle, *sut, limits);
+  const bool isolate = !args.flag("no-isolate");
+  if (!isolate) check_can_run(original.device, file, *oracle, *sut);
+  auto check = [&](const Case& c) { return isolate ? worker.check(c) : IsolatedCheck{check_case(c, *oracle, *sut), ""}; };
+  const std::optional<CaseResult> first = check(original).result;
+  const bool crash = !first && (property.empty() || property == kCrashProperty);
+  const std::optional<FailureSignature> signature = first ? find_alarm(*first, property) : std::nullopt;
+  if (!crash && !signature) {
+    std::cerr << "recheck minimize: " << file
+              << (!first                    ? " crashes the check process, and shows no "
+                  : first->skipped.empty() ? " shows no "
+                                           : " is skipped (" + first->skipped + "), and shows no ")
+              << (property.empty() ? "alarm" : "alarm in " + property) << " on " << sut->name() << " against "
+              << oracle->name() << ": nothing to minimize\n";
+    return 2;
+  }
+  const std::string shown_property = crash ? kCrashProperty : signature->property;
+  const std::string shown_classification = crash ? kCrash : to_string(signature->classification);
+  // Ctrl-C (or SIGTERM) ends the minimization at the candidate in progress (its worker is killed
+  // 0.4 s on), and the smallest case found so far is written: every case kept showed the alarm.
+  runner::stop_on_interrupt();
+  std::cout << "minimizing: " << sut->name() << " " << shown_property << " " << shown_classification << std::endl;
+  ReduceStats reduce_stats;
+  int64_t candidates_checked = 0;
+  Case smallest = reduce_case(original, [&](const Case& candidate) {
+    if (runner::interrupted()) return false;
+    ++candidates_checked;
+    IsolatedCheck checked;
+    try {
+      checked = check(candidate);
+    } catch (const CaseError&) {
+      if (runner::interrupted()) return false;  // a worker killed while it started
+      throw;
+    }
+    // A crash is kept only from a fresh process: what an earlier candidate left behind (a
+    // corrupted heap, a sticky CUDA error) must not make a later one crash.
+    if (crash && isolate) worker.stop();
+    if (runner::interrupted()) return false;  // a candidate cut short shows nothing
+    return crash ? !checked.result : checked.result && shows(*checked.result, *signature);
+  }, &reduce_stats, [] { return runner::interrupted(); }, limits);
+  worker.stop();
+  const bool interrupted = runner::interrupted();
+  const CaseStats before = stats(original);
+  const CaseStats after = stats(smallest);
+  smallest.note = sut->name() + ": " + shown_property + " " + shown_classification + " against " + oracle->name() +
+                  " (minimized by recheck minimize from " + std::filesystem::path(file).filename().string() + ", " +
+                  std::to_string(before.ops) + " ops" +
+                  (interrupted ? "; interrupted after " + std::to_string(candidates_checked) +
+                                     " candidates, so a smaller case may show it too"
+                               : "") +
+                  ")";
+  smallest.expect = {Expectation{sut->name(), shown_property, shown_classification}};
+  // The correct variant's verdict on the same case, recorded too when it raises no alarm, so
+  // that a replay also catches a suite that starts crying wolf on it (not after an interrupt).
+  if (sut->name() != "clearing" && !interrupted) {
+    const auto clearing = make_variant("clearing");
+    std::optional<CaseResult> correct;
+    try {
+      correct = isolate ? check_isolated(smallest, file, *oracle, *clearing, limits).result
+                        : std::optional<CaseResult>(check_case(smallest, *oracle, *clearing));
+    } catch (const CaseError&) {
+      if (!runner::interrupted()) throw;
+    }
+    if (runner::interrupted()) {
+      std::cout << "interrupted: clearing's check of the smallest case was cut short; its expectation is left out\n";
+    } else if (correct && correct->skipped.empty() && !correct->has_alarm()) {
+      smallest.expect.push_back(Expectation{"clearing", kAnyProperty, kNoAlarm});
+    }
+  }
+  save_case_file(smallest, out);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::cout << "ops " << before.ops << " -> " << after.ops << ", checkpoints " << before.checkpoints << " -> "
+            << after.checkpoints << ", nesting depth " << before.max_depth << " -> " << after.max_depth << ", leaves "
+            << original.leaves.size() << " -> " << smallest.leaves.size() << "\n"
+            << candidates_checked << " candidates checked, " << reduce_stats.accepted << " kept, "
+            << std::fixed << std::setprecision(1) << seconds << " s\n"
+            << show(smallest) << "wrote " << out << "\nreplay: recheck repro " << out << " --sut " << sut->name()
+            << "\n";
+  if (interrupted) std::cout << "interrupted: wrote the smallest case found so far\n";
+  return 0;
+}
+
+}  // namespace
+
+const Command kMinimize{"minimize", "shrink a failing case (JSON, or a fuzzer's crash file) to a small JSON case", kMinimizeHelp, {"bytes", "no-isolate"}, {"sut", "oracle", "property", "out", "limits", "device"}, command_minimize, false};
+
+}  // namespace recheck::cli

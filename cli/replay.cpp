@@ -1,0 +1,149 @@
+// recheck replay: replay corpus cases and check the expectations each one records.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "properties/corpus.h"
+#include "properties/report.h"
+#include "runner/case_worker.h"
+
+namespace recheck::cli {
+
+namespace {
+
+using runner::CaseWorker;
+using runner::IsolatedCheck;
+using runner::check_can_run;
+using runner::check_isolated;
+using runner::device_missing;
+
+const char* kReplayHelp = R"(usage: recheck replay PATH... [--oracle NAME] [--json FILE] [--limits LIST]
+
+Replays corpus cases: every *.json under each folder given, and each file given, and checks
+what each case records under "expect": for each {sut, property, classification} that `property`
+is classified `classification` when `sut` is checked against the oracle. Property "*" with
+classification "no-alarm" means no property raises an alarm. A case without expectations is
+expected to raise no alarm on the correct variant `clearing`. Property "runs-to-completion" with
+classification "crash" (a crash finding of `recheck run`) means the variant crashes the process
+checking the case: that variant is checked in a child process. Prints one line per expectation;
+an expectation this build or machine cannot check (a Python variant without the bridge, a CUDA
+case without CUDA, a case too large for its memory) is printed as skipped. --limits as for show.
+Exit codes: 0 every expectation holds; 1 one does not; 2 a file is not a valid case.
+)";
+
+// Every *.json under the paths given, sorted, so that a replay is the same everywhere.
+std::vector<std::string> corpus_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& path : paths) {
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error)) {
+      std::vector<std::string> found;
+      // A link loop or an entry that cannot be read is left out, not an error for the folder.
+      for (auto it = std::filesystem::recursive_directory_iterator(path, error);
+           !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error)) {
+        std::error_code status_error;
+        if (it->is_regular_file(status_error) && it->path().extension() == ".json") found.push_back(it->path().string());
+      }
+      if (error) throw UsageError(path + ": cannot read the folder: " + error.message());
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (std::filesystem::exists(path, error)) {
+      files.push_back(path);
+    } else {
+      throw UsageError(path + ": no such file or folder");
+    }
+  }
+  return files;
+}
+
+int command_replay(const Args& args) {
+  if (args.positional().empty()) throw UsageError("replay takes case files or folders");
+  check_output_files(args, {"json"});
+  const Limits limits = limits_of(args);
+  const auto oracle = make_variant(args.get("oracle", "nonclearing"));
+  std::map<std::string, std::unique_ptr<CheckpointImplementation>> suts;
+  int held = 0;
+  int failed = 0;
+  int skipped = 0;
+  json lines = json::array();
+  for (const std::string& file : corpus_files(args.positional())) {
+    const Case c = load_case_file(file, limits);
+    // A CUDA case where CUDA is missing cannot run: skipped and said so, like a Python variant
+    // without the bridge.
+    const bool no_device = !device_missing(c.device).empty();
+    const std::vector<Expectation> expectations = expectations_of(c);
+    for (std::size_t i = 0; i < expectations.size(); ++i) {
+      const Expectation& e = expectations[i];
+      const std::string field = file + ": case.expect[" + std::to_string(i) + "]";
+      check_expectation(e, field);
+      if (!suts.count(e.sut) && !python_bridge_built() && needs_python_bridge(e.sut)) {
+        suts[e.sut] = nullptr;  // this build cannot run it: skipped, and said so
+      } else if (!suts.count(e.sut)) {
+        try {
+          suts[e.sut] = make_checkpoint(e.sut);
+        } catch (const std::invalid_argument& error) {
+          throw CaseError(field + ".sut: " + error.what());
+        }
+      }
+    }
+    // A variant the case records crashing is checked in a process of its own, as `run` did.
+    std::map<std::string, IsolatedCheck> results;
+    for (const Expectation& e : expectations) {
+      if (!suts.at(e.sut) || no_device) {
+        ++skipped;
+        std::cout << "skip  " << file << "  " << e.sut << " " << e.property << " " << e.classification
+                  << (no_device ? " (needs a " + c.device + " device)\n" : " (needs the Python bridge: see build-py, ci/python)\n");
+        continue;
+      }
+      if (!results.count(e.sut)) {
+        const bool crashes = std::any_of(expectations.begin(), expectations.end(), [&](const Expectation& x) {
+          return x.sut == e.sut && x.property == kCrashProperty;
+        });
+        // A CUDA case too: CUDA started in this process could not be used by a later worker.
+        results.emplace(e.sut, crashes || c.device == "cuda" ? check_isolated(c, file, *oracle, *suts[e.sut], limits)
+                                                             : IsolatedCheck{check_case(c, *oracle, *suts[e.sut]), ""});
+      }
+      const IsolatedCheck& isolated = results.at(e.sut);
+      static const CaseResult kNone;
+      const CaseResult& result = isolated.result ? *isolated.result : kNone;
+      if (isolated.result && !result.skipped.empty()) {
+        // Too large for this machine's memory: it cannot tell, as `run` counts such a case.
+        ++skipped;
+        std::cout << "skip  " << file << "  " << e.sut << " " << e.property << " " << e.classification << " ("
+                  << result.skipped << ")\n";
+        continue;
+      }
+      const std::string got = observed(e, isolated.result ? &result : nullptr);
+      const bool ok = got == e.classification;
+      (ok ? held : failed) += 1;
+      std::cout << (ok ? "ok    " : "FAIL  ") << file << "  " << e.sut << " " << e.property << " "
+                << e.classification << (ok ? "" : ", got " + got) << "\n";
+      lines.push_back({{"file", file}, {"sut", e.sut}, {"property", e.property}, {"expected", e.classification},
+                       {"got", got}, {"ok", ok}});
+    }
+  }
+  if (held + failed + skipped == 0) throw UsageError("no case file (*.json) under the paths given");
+  std::cout << held << " expectations hold, " << failed << " do not"
+            << (skipped > 0 ? ", " + std::to_string(skipped) + " skipped (they need the Python bridge, a device or more memory)" : "")
+            << "\n";
+  if (args.has("json")) {
+    write_json_report(args.get("json", "-"), {{"tool", "recheck"}, {"command", "replay"}, {"oracle", oracle->name()},
+                                              {"held", held}, {"failed", failed}, {"skipped", skipped}, {"expectations", lines}});
+  }
+  return failed > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+const Command kReplay{"replay", "replay corpus cases (files or folders) and check what each one records it shows", kReplayHelp, {}, {"oracle", "json", "limits"}, command_replay, false};
+
+}  // namespace recheck::cli

@@ -1,0 +1,100 @@
+// recheck repro: replay one case file and print each property's verdict and evidence.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "properties/report.h"
+#include "properties/corpus.h"
+#include "runner/case_worker.h"
+#include "runner/results_json.h"
+
+namespace recheck::cli {
+
+namespace {
+
+using runner::CaseWorker;
+using runner::IsolatedCheck;
+using runner::check_can_run;
+using runner::check_isolated;
+using runner::device_missing;
+
+const char* kReproHelp = R"(usage: recheck repro CASE [--sut NAME] [--oracle NAME] [--json FILE] [--limits LIST] [--bytes]
+
+Replays one case (eager, oracle, sut) and prints the graph, then each property's verdict with
+its evidence. Exit code 1 when a property shows a regression or a divergence.
+
+CASE is a JSON case file, or an input of the fuzz target recheck_fuzz_check (a crash file, a
+corpus entry), which is decoded the way the target decodes it. A file named *.json, or whose
+text starts with '{', is read as JSON; any other is read as fuzzer bytes; --bytes forces bytes.
+--device cpu|cuda is the device a fuzzer input decodes to (default cpu).
+
+--limits name=value,...  raises or lowers the limits a case file is held to; the names and
+                         defaults: file_bytes=67108864, ops=100000, depth=64,
+                         leaf_elements=16777216, leaf_bytes=1073741824,
+                         value_bytes=17179869184, iterations=100
+--no-isolate      check in this process (for a debugger); by default the case is checked in a
+                  child process, so that a case crashing a variant is reported as
+                  runs-to-completion crash (exit code 1), as `recheck run` reports it
+)";
+
+int command_repro(const Args& args) {
+  check_output_files(args, {"json"});
+  const Case c = load_positional_case(args, "repro");
+  const auto sut = make_variant(args.get("sut", "clearing"));
+  const auto oracle = make_variant(args.get("oracle", "nonclearing"));
+  const std::string& file = args.positional()[0];
+  // Checked before anything is printed, so that a case that cannot run here is one line.
+  std::optional<IsolatedCheck> isolated;
+  if (args.flag("no-isolate")) {
+    check_can_run(c.device, file, *oracle, *sut);
+  } else {
+    isolated = check_isolated(c, file, *oracle, *sut, limits_of(args));
+  }
+  std::cout << show(c);
+  if (!c.note.empty()) std::cout << "note: " << c.note << "\n";
+  std::cout << "\nsut " << sut->name() << ", oracle " << oracle->name() << ":\n";
+  auto write_report = [&](const json& result) {
+    json report = {{"tool", "recheck"}, {"command", "repro"}, {"case", file}, {"sut", sut->name()},
+                   {"oracle", oracle->name()}};
+    report.update(result);
+    write_json_report(args.get("json", "-"), report);
+  };
+  CaseResult result;
+  if (!isolated) {
+    result = check_case(c, *oracle, *sut);
+  } else {
+    if (!isolated->result) {
+      std::cout << std::left << std::setw(21) << kCrashProperty << kCrash << ": " << isolated->crash << "\n";
+      // The results' shape (runner/results_json.h), with the crash in place of the properties.
+      if (args.has("json")) {
+        write_report({{"op_executions", 0},
+                      {"skipped", nullptr},
+                      {"properties", json::array({{{"property", kCrashProperty}, {"classification", kCrash},
+                                                   {"sut", isolated->crash}, {"oracle", ""},
+                                                   {"sut_holds", false}, {"oracle_holds", true}}})}});
+      }
+      return 1;
+    }
+    result = std::move(*isolated->result);
+  }
+  std::cout << describe_results(result.results);
+  // Too large for the memory here: no verdict, said so (exit 0, as `run` counts it skipped).
+  if (!result.skipped.empty()) std::cout << "skipped: " << result.skipped << "\n";
+  if (args.has("json")) write_report(runner::to_json(result));
+  return result.has_alarm() ? 1 : 0;
+}
+
+}  // namespace
+
+const Command kRepro{"repro", "replay one case file and print each property's verdict and evidence", kReproHelp, {"bytes", "no-isolate"}, {"sut", "oracle", "json", "limits", "device"}, command_repro, false};
+
+}  // namespace recheck::cli

@@ -1,0 +1,246 @@
+// recheck run: draw random cases, check every property of a variant against the oracle.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "core/case.h"
+#include "properties/corpus.h"
+#include "properties/generator.h"
+#include "properties/report.h"
+#include "runner/case_worker.h"
+#include "runner/hunt.h"
+#include "runner/interrupts.h"
+
+#include <ATen/Parallel.h>
+#include <random>
+
+namespace recheck::cli {
+
+namespace {
+
+const char* kRunHelp = R"(usage: recheck run [options]
+
+Draws random nested checkpoint cases and runs each three ways (eager, oracle, sut), then checks
+every property and classifies it: pass, regression, pre-existing, fixed, divergent.
+
+options:
+  --sut NAME        variant under test (default: clearing)
+  --oracle NAME     reference variant (default: nonclearing)
+  --seed N          first draw seed; case i uses seed N+i (default: random, printed)
+  --cases N         number of cases to check
+  --seconds S       time budget (default 60 when --cases is not given)
+  --device D        cpu or cuda (default: cpu)
+  --max-depth N     deepest checkpoint nesting (default 4)
+  --max-ops N       most ops per segment (default 6)
+  --out DIR         folder for failing cases as JSON (default: recheck-findings)
+  --json FILE       write a machine-readable report ('-' for standard output)
+  --quiet           no progress lines
+  --threads N       torch's intra-op threads for the checks (default, or 0: torch's own choice)
+  --cpu-memory-budget B  on CPU, refuse allocations beyond B bytes per run, as a device of
+                    that size would: such cases are counted as skipped, not failed
+  --no-isolate      check cases in this process (for a debugger); by default they run in a
+                    worker process, and a case that crashes it (abort, segmentation fault) is
+                    reported as a `crash` finding with its case saved, and the run goes on;
+                    a worker the kernel's out-of-memory killer ends is a skipped case instead
+
+Ctrl-C or SIGTERM stops the run within a second: the summary so far, a complete --json report
+marked interrupted. Exit codes: 0 nothing found; 1 a regression, divergence or crash; 2 bad
+usage, or the cases cannot run (the device, a variant); 130 (143 for SIGTERM) interrupted with
+nothing found, so that a cancelled CI job does not read green.
+)";
+
+int command_run(const Args& args) {
+  if (!args.positional().empty()) throw UsageError("run takes no positional argument: '" + args.positional()[0] + "'");
+  const std::string sut_name = args.get("sut", "clearing");
+  const std::string oracle_name = args.get("oracle", "nonclearing");
+  const std::unique_ptr<CheckpointImplementation> sut = make_variant(sut_name);
+  const std::unique_ptr<CheckpointImplementation> oracle = make_variant(oracle_name);
+  GenOptions gen;
+  gen.device = device_option(args);
+  gen.max_depth = static_cast<int>(args.number("max-depth", gen.max_depth, 0, 16));
+  gen.max_ops = static_cast<int>(args.number("max-ops", gen.max_ops, 1, 64));
+  gen = options_for(gen, *sut);
+  const int64_t cases = args.number("cases", -1, 1, INT64_MAX / 2);
+  const int64_t seconds = args.number("seconds", cases < 0 ? 60 : -1, 1, 365LL * 24 * 3600);
+  const bool quiet = args.flag("quiet");
+  const uint64_t seed = args.has("seed")
+                            ? static_cast<uint64_t>(args.number("seed", 0, 0, INT64_MAX / 2))
+                            : static_cast<uint64_t>(std::random_device{}() % 1000000000ULL);
+  const std::string out_dir = args.get("out", "recheck-findings");
+  check_output_folder(out_dir, "--out");
+  check_output_files(args, {"json"});
+  const int64_t threads = args.number("threads", 0, 0, 1024);
+  RunOptions run_options;
+  run_options.cpu_memory_budget = args.number("cpu-memory-budget", 0, 0, INT64_MAX / 2);
+
+  std::cerr << "recheck run: sut " << sut->name() << " against oracle " << oracle->name() << ", seed " << seed
+            << ", " << (cases > 0 ? std::to_string(cases) + " cases" : "") << (cases > 0 && seconds > 0 ? " or " : "")
+            << (seconds > 0 ? std::to_string(seconds) + " s" : "") << ", device " << gen.device << "\n";
+
+  runner::stop_on_interrupt();
+  Summary summary;
+  json findings = json::array();
+  std::map<std::string, int> written_per_kind;
+  constexpr int kPreExistingFilesPerProperty = 5;
+  int64_t op_executions = 0;
+  const auto start = Clock::now();
+  auto last_progress = start;
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+
+  auto should_stop = [&](int64_t index) {
+    return (cases > 0 && index >= cases) || (seconds > 0 && elapsed() >= static_cast<double>(seconds)) ||
+           runner::interrupted();
+  };
+  std::string first_skipped;
+  auto report_finding = [&](int64_t index, const std::string& property, const std::string& classification,
+                            bool alarm, const std::string& sut_text, const std::string& oracle_text) {
+    const uint64_t draw_seed = seed + static_cast<uint64_t>(index);
+    json finding = {{"case", index},          {"draw_seed", draw_seed},   {"property", property},
+                    {"classification", classification}, {"sut", sut_text}, {"oracle", oracle_text}};
+    const std::string kind = property + "/" + classification;
+    if (alarm || written_per_kind[kind] < kPreExistingFilesPerProperty) {
+      ++written_per_kind[kind];
+      make_output_folder(out_dir);
+      const std::string file =
+          save_finding(draw_case(gen, draw_seed), out_dir, seed, index, sut->name(), property, classification,
+                       classification + " " + property + " (sut " + sut->name() + ", oracle " + oracle->name() +
+                           "): sut: " + sut_text + " | oracle: " + oracle_text);
+      finding["file"] = file;
+      if (alarm) {
+        std::cerr << classification << ": " << property << " in case " << index << " (draw seed " << draw_seed
+                  << ")\n    sut: " << sut_text << "\n    oracle: " << oracle_text << "\n    replay: recheck repro "
+                  << file << " --sut " << sut->name() << " --oracle " << oracle->name() << "\n";
+      }
+    }
+    findings.push_back(std::move(finding));
+  };
+  auto handle = [&](int64_t index, const CaseResult& result) {
+    summary.add(result);
+    op_executions += result.op_executions;
+    if (!result.skipped.empty()) {
+      // Too large for the memory: counted and named, not a failure.
+      findings.push_back({{"case", index}, {"draw_seed", seed + static_cast<uint64_t>(index)},
+                          {"classification", "skipped"}, {"reason", result.skipped}});
+      if (summary.skipped() == 1) first_skipped = "case " + std::to_string(index) + ": " + result.skipped;
+    }
+    for (const PropertyResult& r : result.results) {
+      if (r.classification == Classification::pass) continue;
+      report_finding(index, r.property, to_string(r.classification), is_alarm(r.classification), r.sut.describe(),
+                     r.oracle.describe());
+    }
+    if (!quiet && std::chrono::duration<double>(Clock::now() - last_progress).count() >= 2.0) {
+      last_progress = Clock::now();
+      std::cerr << "[" << static_cast<int64_t>(elapsed()) << " s] " << summary.cases() << " cases, "
+                << summary.count(Classification::regression) << " regression, "
+                << summary.count(Classification::divergent) << " divergent, "
+                << summary.count(Classification::pre_existing) << " pre-existing\n";
+    }
+  };
+  bool threads_set = false;
+  auto check = [&](int64_t index) {
+    // Set where the cases run (the worker), so this process keeps clear of torch's thread pools.
+    if (threads > 0 && !threads_set) at::set_num_threads(static_cast<int>(threads));
+    threads_set = true;
+    return check_case(draw_case(gen, seed + static_cast<uint64_t>(index)), *oracle, *sut, run_options);
+  };
+
+  // In the process that checks cases (a Python variant on CUDA cannot start torch.cuda in a
+  // worker forked after CUDA started here).
+  auto prepare = [&] { check_ready_to_run(gen.device == "cuda", *oracle, *sut); };
+  int64_t crashes = 0;
+  std::string worker_failed;
+  if (args.flag("no-isolate")) {
+    try {
+      prepare();
+    } catch (const std::exception& error) {
+      worker_failed = error.what();
+      std::cerr << "recheck run: " << worker_failed << "\n";
+    }
+    for (int64_t index = 0; worker_failed.empty() && !should_stop(index); ++index) handle(index, check(index));
+  } else {
+    // Cases run in a worker process, so that an abort or a segmentation fault inside a variant
+    // is a finding with its case saved, and the run goes on with the next case in a new worker.
+    // This process runs no torch op itself, so forking it is safe.
+    for (int64_t next = 0; !should_stop(next);) {
+      const runner::HuntOutcome outcome = runner::hunt_in_worker(next, {prepare, should_stop, check, handle});
+      if (outcome.finished || runner::interrupted()) break;  // interrupted: the case in progress is left out
+      if (!outcome.crashed_case) {
+        worker_failed = std::string(outcome.started ? "the worker stopped between cases" : "the worker could not start") +
+                        " (" + outcome.status + ")" + (outcome.error.empty() ? "" : ": " + outcome.error);
+        std::cerr << "recheck run: " << worker_failed << "; stopping\n";
+        break;
+      }
+      next = *outcome.crashed_case + 1;
+      if (outcome.killed_for_memory) {
+        handle(*outcome.crashed_case, runner::skipped_for_memory());
+        continue;
+      }
+      ++crashes;
+      report_finding(*outcome.crashed_case, kCrashProperty, kCrash, true, "the worker process " + outcome.status, "");
+    }
+  }
+
+  const double total_seconds = elapsed();
+  std::cout << "\nrecheck run: " << summary.cases() << " cases in " << std::fixed << std::setprecision(1)
+            << total_seconds << " s (" << std::setprecision(1)
+            << (total_seconds > 0 ? summary.cases() / total_seconds : 0.0) << " cases/s), sut " << sut->name()
+            << ", oracle " << oracle->name() << ", seed " << seed << (runner::interrupted() ? ", interrupted" : "") << "\n\n"
+            << summary.table() << "\n";
+  if (summary.skipped() > 0) {
+    std::cout << "skipped: " << summary.skipped() << " cases too large for the memory (first, " << first_skipped
+              << ")\n";
+  }
+  if (crashes > 0) std::cout << "crashes: " << crashes << " cases crashed the worker process\n";
+  if (!worker_failed.empty()) {
+    std::cout << "ERROR: " << worker_failed << "\n";
+  }
+  if (summary.alarms() + crashes > 0) {
+    std::cout << "FAIL: " << summary.alarms() << " regression or divergent verdicts, " << crashes
+              << " crashes; cases written to " << out_dir << "/\n";
+  } else if (worker_failed.empty()) {  // otherwise the error above is the outcome
+    std::cout << "OK: no regression, no divergence";
+    if (summary.count(Classification::pre_existing) > 0) {
+      std::cout << " (" << summary.count(Classification::pre_existing)
+                << (sut->change_claims() == ChangeClaims::not_applicable
+                        ? " pre-existing findings about " + sut->name() + " itself, which has no change to regress"
+                        : std::string(" pre-existing findings about the oracle too"))
+                << "; examples in " << out_dir << "/)";
+    }
+    std::cout << "\n";
+  }
+  if (args.has("json")) {
+    json report = {{"tool", "recheck"},
+                   {"command", "run"},
+                   {"sut", sut->name()},
+                   {"oracle", oracle->name()},
+                   {"seed", seed},
+                   {"device", gen.device},
+                   {"cases", summary.cases()},
+                   {"seconds", total_seconds},
+                   {"op_executions", op_executions},
+                   {"interrupted", runner::interrupted()},
+                   {"crashes", crashes},
+                   {"skipped", summary.skipped()},
+                   {"error", worker_failed.empty() ? json() : json(worker_failed)},
+                   {"summary", summary.to_json()},
+                   {"findings", findings}};
+    write_json_report(args.get("json", "-"), report);
+  }
+  if (summary.alarms() + crashes > 0) return 1;
+  return worker_failed.empty() ? 0 : 2;
+}
+
+}  // namespace
+
+const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate"}, {"sut", "oracle", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "threads", "cpu-memory-budget"}, command_run, false};
+
+}  // namespace recheck::cli

@@ -1,0 +1,308 @@
+import argparse
+import sys
+import warnings
+import weakref
+
+import torch
+
+megatron_random = None  # megatron.core.tensor_parallel.random, imported only when the run needs it
+ON_CUDA = DEVICE == "cuda"
+# The device generator: CUDA's on a GPU; on CPU a separate generator standing in for it, which
+# Megatron reaches through the shim below (recheck's own set-up, so that values match its run).
+if ON_CUDA:
+    torch.cuda.init()  # torch.cuda.default_generators is empty until torch.cuda has started
+DEVICE_GEN = torch.cuda.default_generators[0] if ON_CUDA else torch.Generator()
+if not ON_CUDA:
+    torch.cuda.get_rng_state = torch.cuda.random.get_rng_state = lambda device="cuda": DEVICE_GEN.get_state()
+    torch.cuda.set_rng_state = torch.cuda.random.set_rng_state = lambda s, device="cuda": DEVICE_GEN.set_state(s)
+    torch.cuda.manual_seed = torch.cuda.random.manual_seed = lambda seed: DEVICE_GEN.manual_seed(seed)
+
+
+def need_megatron(what):
+    global megatron_random
+    if megatron_random is None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # megatron-core warns about missing Apex and TE on import
+                import megatron.core.tensor_parallel.random as module
+        except ImportError as error:
+            sys.exit(f"this script needs megatron-core ({what}): pip install megatron-core ({error})")
+        if not ON_CUDA:
+            module._get_cuda_rng_state = lambda device="cuda", clone=False, graph_safe=False: DEVICE_GEN.get_state()
+            module._set_cuda_rng_state = lambda s, device=-1, graph_safe=False: DEVICE_GEN.set_state(s)
+        megatron_random = module
+    return megatron_random
+
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16,
+          "int64": torch.int64, "bool": torch.bool}
+
+
+def tracker():
+    return need_megatron("the case forks Megatron's RNG tracker").get_cuda_rng_tracker()
+
+
+def seed_all():
+    torch.manual_seed(CPU_SEED)
+    if megatron_random is not None:
+        megatron_random.model_parallel_cuda_manual_seed(TRACKER_SEED, tp_rank=0, ep_rank=0, etp_rank=0)
+        megatron_random.IS_CHECKPOINTING = False
+    else:
+        DEVICE_GEN.manual_seed(TRACKER_SEED)
+
+
+def state_bytes(state):
+    return bytes(state.cpu().tolist())
+
+
+def rng_snapshot():
+    snap = {"CPU generator": state_bytes(torch.get_rng_state()), "device generator": state_bytes(DEVICE_GEN.get_state())}
+    if megatron_random is not None:
+        t = megatron_random.get_cuda_rng_tracker()
+        for name, state in t.states_.items():
+            snap[f"tracker state '{name}'"] = state_bytes(state)
+        snap["tracker current state"] = t._current_state_name
+    return snap
+
+
+def rng_difference(a, b):
+    return ", ".join(k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
+
+
+def make_leaves():
+    leaves = []
+    for shape, dtype, requires_grad, values in LEAVES:
+        data_type = {"int64": torch.int64, "bool": torch.bool}.get(dtype, torch.float64)
+        leaf = torch.tensor(values, dtype=data_type).reshape(shape).to(DEVICE, DTYPES[dtype])
+        leaves.append(leaf.requires_grad_(requires_grad))
+    return leaves
+
+
+def keep(t):
+    return t.detach().clone() if torch.is_tensor(t) else None
+
+
+class Run:
+    """One run of the case: the checkpoint function, and what the properties read."""
+
+    def __init__(self, checkpoint):
+        self.checkpoint = checkpoint
+        self.recomputing = 0
+        self.stash = {}
+        self.calls = []
+        self.detached = []
+        self.iteration = 0
+
+    def call_checkpoint(self, site, body, distribute, args):
+        started, calls = [0], []
+        self.calls.append({"site": site, "iteration": self.iteration, "calls": calls})
+
+        def run_function(*inputs):
+            recompute = started[0] > 0
+            started[0] += 1
+            if recompute:
+                for i, t in enumerate(inputs):
+                    if torch.is_tensor(t):
+                        self.detached.append((f"{site} input {i}", weakref.ref(t)))
+                self.recomputing += 1
+            try:
+                outputs = body(self, *inputs)
+            finally:
+                if recompute:
+                    self.recomputing -= 1
+            calls.append([keep(o) for o in outputs])
+            return outputs
+
+        outputs = self.checkpoint(run_function, distribute, *args)
+        return list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+
+    def random(self, x, fn, source, state, p):
+        def draw(generator, where):
+            sample = torch.empty(x.shape, dtype=torch.float32, device=where)
+            if fn == "dropout":
+                sample.bernoulli_(1.0 - p, generator=generator)
+            else:
+                sample.normal_(0.0, 1.0, generator=generator)
+            return sample.to(x.device, x.dtype)
+
+        if source == "cpu":
+            sample = draw(torch.default_generator, "cpu")
+        elif source == "device":
+            sample = draw(DEVICE_GEN, x.device)
+        else:
+            with tracker().fork(state):
+                sample = draw(DEVICE_GEN, x.device)
+        return x * sample / (1.0 - p) if fn == "dropout" else x + sample * p
+
+    def raise_op(self, x, when_recompute):
+        if when_recompute and self.recomputing == 0:
+            return x
+        torch.mm(x.reshape(1, -1), torch.zeros(x.numel() + 1, 1, dtype=x.dtype, device=x.device))
+        return x  # not reached: the shapes never match
+
+
+def run_case(checkpoint):
+    seed_all()
+    leaves = make_leaves()
+    run = Run(checkpoint)
+    seen = {"iterations": [], "error": None, "calls": run.calls}
+    for iteration in range(ITERATIONS):
+        run.iteration = iteration
+        run.detached = []
+        record = {}
+        phase, start = "forward", rng_snapshot()
+        try:
+            outputs = seg_0(run, *leaves)
+            loss = None
+            record["outputs"] = [keep(o) for o in outputs]
+            for i, o in enumerate(outputs):
+                if not torch.is_tensor(o) or not o.requires_grad:
+                    continue
+                # recheck's loss weights; ones where recheck's eager run made no such output
+                weight = torch.tensor(LOSS_WEIGHTS[i][1], dtype=torch.float64).reshape(LOSS_WEIGHTS[i][0]) \
+                    if i in LOSS_WEIGHTS else torch.ones(o.shape, dtype=torch.float64)
+                term = (o * weight.to(o.device, o.dtype)).sum()
+                loss = term if loss is None else loss + term
+            record["loss"] = keep(loss)
+            phase, start = "backward", rng_snapshot()
+            if loss is not None:
+                loss.backward()
+        except Exception as error:  # what the case raised is an observation, as in recheck
+            seen["error"] = {"iteration": iteration, "phase": phase, "type": type(error).__name__,
+                             "message": str(error), "rng": rng_snapshot(), "rng_at_start": start}
+            break
+        record["leaf_grads"] = [keep(leaf.grad) for leaf in leaves]
+        record["leaf_data"] = [keep(leaf) for leaf in leaves]
+        record["rng"] = rng_snapshot()
+        record["flag"] = bool(getattr(megatron_random, "IS_CHECKPOINTING", False))
+        record["holding_grad"] = [site for site, ref in run.detached if ref() is not None and ref().grad is not None]
+        seen["iterations"].append(record)
+    return seen
+
+
+def bitwise_difference(a, b):
+    if (a is None) != (b is None):
+        return f"defined: {'a tensor' if a is not None else 'None'} vs {'a tensor' if b is not None else 'None'}"
+    if a is None:
+        return None
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return f"{a.dtype} {tuple(a.shape)} vs {b.dtype} {tuple(b.shape)}"
+    if a.dtype.is_floating_point:
+        bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+        same = torch.equal(a.contiguous().view(bits), b.contiguous().view(bits))
+    else:
+        same = torch.equal(a, b)
+    if same:
+        return None
+    flat_a, flat_b = a.reshape(-1), b.reshape(-1)
+    i = next(i for i in range(flat_a.numel()) if not torch.equal(flat_a[i:i + 1], flat_b[i:i + 1]))
+    return f"element {i}: {flat_a[i].item()!r} vs {flat_b[i].item()!r}"
+
+
+def ulp_difference(a, b, bound):
+    """recheck's grads-match-eager comparison: bitwise, or within `bound` units in the last place
+    at the reference's scale (its largest magnitude)."""
+    d = bitwise_difference(a, b)
+    if d is None or a is None or b is None or not a.dtype.is_floating_point or a.dtype != b.dtype \
+            or a.shape != b.shape:
+        return d
+    x, y = a.double().reshape(-1), b.double().reshape(-1)
+    scale = y.abs().max().item() if y.numel() else 0.0
+    s = torch.tensor(scale, dtype=torch.float32 if a.dtype != torch.float64 else torch.float64)
+    unit = (torch.nextafter(s, torch.tensor(float("inf"), dtype=s.dtype)) - s).item()
+    if a.dtype == torch.bfloat16:
+        unit *= 65536.0
+    for i in range(x.numel()):
+        u, v = x[i].item(), y[i].item()
+        if u != u and v != v:
+            continue
+        if not (u != u or v != v) and abs(u - v) <= bound * unit:
+            continue
+        return f"element {i}: {u!r} vs {v!r}, beyond {bound} ulp of scale {scale!r}"
+    return None
+
+
+def check(prop, subject, eager, oracle):
+    """The evidence that `prop` fails for `subject` (a run), or None when it holds."""
+    common = lambda a, b: zip(range(min(len(a["iterations"]), len(b["iterations"]))), a["iterations"], b["iterations"])
+    if prop == "outputs-bitwise":
+        for i, s, e in common(subject, eager):
+            for o, (x, y) in enumerate(zip(s["outputs"], e["outputs"])):
+                if (d := bitwise_difference(x, y)):
+                    return f"iteration {i}, output {o}: {d}"
+            if (d := bitwise_difference(s["loss"], e["loss"])):
+                return f"iteration {i}, loss: {d}"
+    elif prop in ("grads-bitwise", "grads-match-eager"):
+        reference = oracle if prop == "grads-bitwise" else eager
+        for i, s, e in common(subject, reference):
+            for leaf, (x, y) in enumerate(zip(s["leaf_grads"], e["leaf_grads"])):
+                d = bitwise_difference(x, y) if prop == "grads-bitwise" else ulp_difference(x, y, GRAD_ULP_BOUND)
+                if d:
+                    return f"iteration {i}, leaf v{leaf} .grad: {d}"
+    elif prop == "recompute-fidelity":
+        for call in subject["calls"]:
+            for k, recomputed in enumerate(call["calls"][1:], 1):
+                for o, (x, y) in enumerate(zip(recomputed, call["calls"][0])):
+                    if (d := bitwise_difference(x, y)):
+                        return f"{call['site']} at iteration {call['iteration']}, recomputed output {o} vs forward: {d}"
+    elif prop == "rng-restored":
+        for i, s, e in common(subject, eager):
+            if (d := rng_difference(s["rng"], e["rng"])):
+                return f"after iteration {i}: differs from eager: {d}"
+    elif prop == "errors-match":
+        s, e = subject["error"], eager["error"]
+        describe = lambda x: "no error" if x is None else \
+            f"{x['type']} in iteration {x['iteration']} {x['phase']}: {x['message']}"
+        if s is not None and s["phase"] == "backward" and (d := rng_difference(s["rng"], s["rng_at_start"])):
+            return f"{describe(s)}; RNG not restored when the error reached the caller: {d}"
+        key = lambda x: None if x is None else (x["type"], x["message"], x["iteration"])
+        if key(s) != key(e):
+            return f"{describe(s)} | eager: {describe(e)}"
+        if s is not None and (d := rng_difference(s["rng"], e["rng"])):
+            return f"RNG after the error differs from eager: {d}"
+    elif prop == "no-side-effects":
+        for i, s, e in common(subject, eager):
+            for leaf, (x, y) in enumerate(zip(s["leaf_data"], e["leaf_data"])):
+                if (d := bitwise_difference(x, y)):
+                    return f"iteration {i}, leaf v{leaf} data: {d}"
+            if s["flag"] != e["flag"]:
+                return f"after iteration {i}: is-checkpointing flag {s['flag']}, eager {e['flag']}"
+    elif prop == "grad-released":
+        for i, s in enumerate(subject["iterations"]):
+            if s["holding_grad"]:
+                return f"after iteration {i}: recomputation inputs still holding .grad: {', '.join(s['holding_grad'])}"
+    return None
+
+
+def checkpoint_function(name):
+    if name == "torch":
+        import torch.utils.checkpoint
+        return lambda f, distribute, *args: torch.utils.checkpoint.checkpoint(f, *args, use_reentrant=True)
+    module = need_megatron(f"--checkpoint {name}")
+    function = module.CheckpointFunction if name == "megatron" else clearing(module.CheckpointFunction, module)
+    return lambda f, distribute, *args: function.apply(f, distribute, *args)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", choices=["megatron", "megatron-clearing", "torch"], default=CHECKPOINT)
+    parser.add_argument("--property", default=PROPERTY,
+                        help="a property, or several separated by commas: " + ", ".join(PROPERTIES))
+    args = parser.parse_args()
+    wanted = args.property.split(",")
+    for name in wanted:
+        if name not in PROPERTIES:
+            parser.error(f"--property: no property named {name!r} (known: {', '.join(PROPERTIES)})")
+    if args.checkpoint != "torch" or USES_TRACKER or "grads-bitwise" in wanted:
+        need_megatron("Megatron's checkpoint, its RNG tracker, or grads-bitwise against it")
+    eager = run_case(lambda f, distribute, *a: f(*a))
+    subject = run_case(checkpoint_function(args.checkpoint))
+    oracle = run_case(checkpoint_function("megatron")) if "grads-bitwise" in wanted else None
+    failures = []
+    for name in wanted:
+        evidence = check(name, subject, eager, oracle)
+        print(f"torch {torch.__version__}, checkpoint {args.checkpoint}, {name}: "
+              + ("holds" if evidence is None else "FAILS: " + evidence))
+        if evidence is not None:
+            failures.append(f"{name}: {evidence}")
+    assert not failures, "; ".join(failures)

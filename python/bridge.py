@@ -1,0 +1,122 @@
+import contextlib
+import importlib
+import warnings
+
+import torch
+import _recheck
+
+_original_cuda = {}
+
+
+def use_cpu_device_shim(enabled):
+    """On CPU, torch.cuda's RNG calls (and Megatron's own helpers, patched per module) reach
+    recheck's stand-in device generator; on a GPU they are left alone."""
+    targets = [(torch.cuda, "get_rng_state"), (torch.cuda, "set_rng_state"), (torch.cuda, "manual_seed"),
+               (torch.cuda, "manual_seed_all"), (torch.cuda.random, "get_rng_state"),
+               (torch.cuda.random, "set_rng_state"), (torch.cuda.random, "manual_seed"),
+               (torch.cuda.random, "manual_seed_all")]
+    if not _original_cuda:
+        for owner, name in targets:
+            _original_cuda[(owner, name)] = getattr(owner, name)
+    shim = {
+        "get_rng_state": lambda device="cuda": _recheck.device_get_state(),
+        "set_rng_state": lambda new_state, device="cuda": _recheck.device_set_state(new_state),
+        "manual_seed": lambda seed: _recheck.device_manual_seed(int(seed)),
+        "manual_seed_all": lambda seed: _recheck.device_manual_seed(int(seed)),
+    }
+    for owner, name in targets:
+        setattr(owner, name, shim[name] if enabled else _original_cuda[(owner, name)])
+
+
+_original_module = {}
+
+
+def use_megatron_shim(module, enabled):
+    """Megatron's _get_cuda_rng_state / _set_cuda_rng_state, on CPU, go to the stand-in."""
+    if not hasattr(module, "_get_cuda_rng_state"):
+        return
+    key = module.__name__
+    if key not in _original_module:
+        _original_module[key] = (module._get_cuda_rng_state, module._set_cuda_rng_state)
+    if enabled:
+        module._get_cuda_rng_state = lambda device="cuda", clone=False, graph_safe=False: _recheck.device_get_state()
+        module._set_cuda_rng_state = lambda new_state, device=-1, graph_safe=False: _recheck.device_set_state(new_state)
+    else:
+        module._get_cuda_rng_state, module._set_cuda_rng_state = _original_module[key]
+
+
+def resolve(module_name, attr):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # megatron-core warns about missing Apex and TE on import
+        module = importlib.import_module(module_name)
+    if not hasattr(module, attr):
+        raise AttributeError(f"module {module_name} has no attribute {attr}")
+    style = "torch" if module_name == "torch.utils.checkpoint" else "megatron"
+    has_tracker = hasattr(module, "get_cuda_rng_tracker") and hasattr(module, "model_parallel_cuda_manual_seed")
+    return module, getattr(module, attr), style, has_tracker
+
+
+def as_tuple(outputs):
+    return tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,)
+
+
+def cuda_ready():
+    """torch.cuda initialised in this process, as in a Python program that made CUDA tensors: recheck
+    makes them in C++, which leaves torch.cuda._initialized False, and torch.utils.checkpoint then
+    stashes no device RNG state."""
+    if torch.cuda.is_initialized():
+        return
+    if torch.cuda._is_in_bad_fork():
+        raise RuntimeError(
+            "torch.cuda cannot start in this process: CUDA was started in the process it was forked "
+            "from (recheck run's, while it imported the variant's module: with "
+            "PYTORCH_NVML_BASED_CUDA_CHECK=0, without NVML, or by a module that queries the device "
+            "when imported); run with --no-isolate")
+    torch.cuda.init()
+
+
+def call(function, style, body, distribute, args):
+    if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
+        cuda_ready()
+    if style == "torch":
+        return as_tuple(function(body, *args, use_reentrant=True))
+    apply = getattr(function, "apply", None)
+    if apply is not None:
+        return as_tuple(apply(body, distribute, *args))
+    return as_tuple(function(body, distribute, *args))
+
+
+def tracker_seed(module, seed, cpu_shim):
+    use_cpu_device_shim(cpu_shim)
+    use_megatron_shim(module, cpu_shim)
+    try:
+        module.model_parallel_cuda_manual_seed(seed, tp_rank=0, ep_rank=0, etp_rank=0)
+    except TypeError:  # an older Megatron without the rank arguments: one rank of each group
+        from megatron.core import parallel_state
+        parallel_state._MPU_TENSOR_MODEL_PARALLEL_RANK = 0
+        parallel_state._MPU_EXPERT_MODEL_PARALLEL_RANK = 0
+        module.model_parallel_cuda_manual_seed(seed)
+
+
+def tracker_enter(module, name):
+    context = module.get_cuda_rng_tracker().fork(name)
+    context.__enter__()
+    return context
+
+
+def tracker_exit(context):
+    context.__exit__(None, None, None)
+
+
+def tracker_read(module):
+    tracker = module.get_cuda_rng_tracker()
+    return dict(tracker.states_), tracker._current_state_name
+
+
+def flag(module):
+    return bool(getattr(module, "IS_CHECKPOINTING", False))
+
+
+def reset_flag(module):
+    if hasattr(module, "IS_CHECKPOINTING"):
+        module.IS_CHECKPOINTING = False

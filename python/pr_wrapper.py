@@ -1,0 +1,33 @@
+# The PR's change, without editing Megatron's file: backward's detach_variable is watched, each
+# backward call keeps its own record (a nested checkpoint's backward runs inside its parent's),
+# and once a call has returned the .grad of every tensor it detached is reset.
+_records = []
+_watched = set()
+
+
+def clearing(function, module):
+    if module.__name__ not in _watched:
+        detach = module.detach_variable
+
+        def recording_detach(inputs):
+            detached = detach(inputs)
+            if _records:
+                _records[-1].extend(t for t in detached if isinstance(t, torch.Tensor))
+            return detached
+
+        module.detach_variable = recording_detach
+        _watched.add(module.__name__)
+
+    def backward(ctx, *grad_outputs):
+        _records.append([])
+        try:
+            grads = function.backward(ctx, *grad_outputs)
+        finally:
+            detached = _records.pop()
+        for tensor in detached:
+            tensor.grad = None
+        return grads
+
+    # The same name as the function wrapped: autograd names the node after it, and error
+    # messages quote that name.
+    return type(function.__name__, (function,), {"backward": staticmethod(backward)})

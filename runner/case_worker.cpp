@@ -1,0 +1,110 @@
+#include "runner/case_worker.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+#include "core/rng.h"
+#include "runner/results_json.h"
+
+namespace recheck::runner {
+
+using nlohmann::json;
+
+CaseResult skipped_for_memory() {
+  CaseResult result;
+  result.skipped = "the check process was killed by the kernel's out-of-memory killer: the machine ran out of memory";
+  return result;
+}
+
+void check_can_run(const std::string& device, const std::string& file, const CheckpointImplementation& oracle,
+                   const CheckpointImplementation& sut) {
+  try {
+    check_ready_to_run(device == "cuda", oracle, sut);
+  } catch (const std::exception& error) {
+    throw CaseError(file + ": cannot run this case here: " + first_line(error.what()));
+  }
+}
+
+std::string device_missing(const std::string& device) {
+  auto ask = [&] {
+    try {
+      rng::check_device_available(device == "cuda" ? rng::Device::cuda : rng::Device::cpu);
+      return std::string();
+    } catch (const std::exception& error) {
+      return first_line(error.what());
+    }
+  };
+  if (device != "cuda") return ask();
+  static std::optional<std::string> answer;
+  if (answer) return *answer;
+  WorkerProcess asker;
+  asker.start([&](FILE*, int to_parent) { write_all(to_parent, "why " + ask() + "\n"); }, false, false);
+  const std::optional<std::string> line = asker.read_line();
+  const std::string how = asker.stop();
+  answer = line && line->rfind("why ", 0) == 0 && asker.status() == 0
+               ? line->substr(4)
+               : "the process that looked for a CUDA device " + how;
+  return *answer;
+}
+
+void CaseWorker::start() {
+  process_.start(
+      [this](FILE* in, int out) {
+        check_can_run(device_, file_, oracle_, sut_);
+        write_all(out, "ready\n");
+        char* buffer = nullptr;
+        std::size_t capacity = 0;
+        for (ssize_t n; (n = getline(&buffer, &capacity, in)) > 0;) {
+          const Case c = case_from_json(json::parse(std::string(buffer, static_cast<std::size_t>(n))), limits_);
+          write_all(out, to_json(check_case(c, oracle_, sut_)).dump(-1, ' ', false, json::error_handler_t::replace) +
+                             "\n");
+        }
+      },
+      true);
+  // "ready" once the device and the variants are checked, or why not.
+  const std::optional<std::string> first = process_.read_line();
+  if (first == "ready") return;
+  const std::string status = process_.stop();
+  if (first && first->rfind("error ", 0) == 0) throw CaseError(first->substr(6));
+  throw CaseError(file_ + ": the check process " + status + " before the case");
+}
+
+IsolatedCheck CaseWorker::check(const Case& c) {
+  const std::string line = recheck::to_json(c).dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  if (!process_.running()) start();
+  const int64_t kills_before = oom_kills();
+  if (!process_.send(line)) {
+    process_.stop();
+    start();
+    process_.send(line);
+  }
+  const std::optional<std::string> answer = process_.read_line();
+  IsolatedCheck outcome;
+  // No answer, or a part of one (the worker died writing it): the check crashed.
+  if (!answer) {
+    const std::string how = process_.stop();
+    if (killed_for_memory(process_.status(), kills_before)) {
+      outcome.result = skipped_for_memory();
+    } else {
+      outcome.crash = "the check process " + how;
+    }
+    return outcome;
+  }
+  if (answer->rfind("error ", 0) == 0) {
+    process_.stop();
+    throw CaseError(answer->substr(6));
+  }
+  outcome.result = case_result_from_json(json::parse(*answer));
+  return outcome;
+}
+
+IsolatedCheck check_isolated(const Case& c, const std::string& file, CheckpointImplementation& oracle,
+                             CheckpointImplementation& sut, const Limits& limits) {
+  CaseWorker worker(file, c.device, oracle, sut, limits);
+  return worker.check(c);
+}
+
+}  // namespace recheck::runner

@@ -1,0 +1,135 @@
+#include "runner/worker_process.h"
+
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+
+#include "core/errors.h"
+#include "runner/interrupts.h"
+
+namespace recheck::runner {
+
+std::string describe_status(int status) {
+  if (WIFSIGNALED(status)) {
+    const int signal = WTERMSIG(status);
+    return std::string("was killed by signal ") + std::to_string(signal) + " (" + strsignal(signal) + ")";
+  }
+  return "exited with status " + std::to_string(WEXITSTATUS(status));
+}
+
+bool write_all(int fd, const std::string& text) {
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+int64_t oom_kills() {
+  const char* path = std::getenv("RECHECK_VMSTAT");
+  std::ifstream in(path != nullptr && *path != '\0' ? path : "/proc/vmstat");
+  std::string key;
+  int64_t value = 0;
+  while (in >> key >> value) {
+    if (key == "oom_kill") return value;
+  }
+  return -1;
+}
+
+bool killed_for_memory(int status, int64_t kills_before) {
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && kills_before >= 0 && oom_kills() > kills_before;
+}
+
+void WorkerProcess::start(const WorkerBody& body, bool with_input, bool takes_interrupts) {
+  stop();
+  int to[2] = {-1, -1};
+  int from[2];
+  if (pipe(from) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  if (with_input && pipe(to) != 0) {
+    close(from[0]);
+    close(from[1]);
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  }
+  auto close_all = [&] {
+    for (int fd : {to[0], to[1], from[0], from[1]}) {
+      if (fd >= 0) close(fd);
+    }
+  };
+  // What this process buffered would be written twice, by it and by the child.
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  if (takes_interrupts) set_current_worker(0);  // from now on a second interrupt spares recheck
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close_all();
+    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    // The child ends with its parent, even one killed outright (no orphan left computing).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) std::_Exit(1);
+    close(from[0]);
+    if (with_input) close(to[1]);
+    FILE* in = with_input ? fdopen(to[0], "r") : nullptr;
+    try {
+      body(in, from[1]);
+    } catch (const std::exception& error) {
+      write_all(from[1], "error " + error_line(error) + "\n");
+      std::_Exit(3);
+    }
+    std::_Exit(0);
+  }
+  close(from[1]);
+  if (with_input) close(to[0]);
+  pid_ = pid;
+  takes_interrupts_ = takes_interrupts;
+  to_child_ = with_input ? to[1] : -1;
+  from_child_ = fdopen(from[0], "r");
+  if (takes_interrupts) {
+    set_current_worker(pid);
+    // An interrupt that came before the worker was known armed no timer to kill it.
+    if (interrupted()) kill(pid, SIGKILL);
+  }
+}
+
+bool WorkerProcess::send(const std::string& line) { return to_child_ >= 0 && write_all(to_child_, line); }
+
+std::optional<std::string> WorkerProcess::read_line() {
+  if (from_child_ == nullptr) return std::nullopt;
+  char* buffer = nullptr;
+  std::size_t capacity = 0;
+  const ssize_t n = getline(&buffer, &capacity, from_child_);
+  std::string line = n > 0 ? std::string(buffer, static_cast<std::size_t>(n)) : "";
+  std::free(buffer);
+  if (line.empty() || line.back() != '\n') return std::nullopt;
+  line.pop_back();
+  return line;
+}
+
+std::string WorkerProcess::stop() {
+  if (pid_ == 0) return "";
+  if (to_child_ >= 0) close(to_child_);
+  if (from_child_ != nullptr) std::fclose(from_child_);
+  to_child_ = -1;
+  from_child_ = nullptr;
+  status_ = 0;
+  while (waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
+  }
+  if (takes_interrupts_) set_current_worker(0);
+  pid_ = 0;
+  return describe_status(status_);
+}
+
+}  // namespace recheck::runner

@@ -1,0 +1,76 @@
+// One worker process: a child forked to do work this process must survive (checking cases: an
+// abort or a segmentation fault in a variant ends the worker, not recheck; asking CUDA, which a
+// child forked after it started here could not use). The child gets the death signal (it ends
+// with its parent, never left computing), the parent talks to it in lines over pipes, and how
+// it ended is read once, by `stop`.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace recheck::runner {
+
+// "was killed by signal 9 (Killed)", "exited with status 3": how a process ended (waitpid).
+std::string describe_status(int status);
+
+// Writes all of `text` to `fd`, in one write where the pipe has room; false when it cannot
+// (EPIPE: SIGPIPE is ignored).
+bool write_all(int fd, const std::string& text);
+
+// How many processes the kernel's out-of-memory killer has ended since boot (`oom_kill` in
+// /proc/vmstat, Linux 4.13 on), or -1 where that cannot be read. RECHECK_VMSTAT names another
+// file to read instead, for the tests: a real out-of-memory kill cannot be caused safely on a
+// shared machine.
+int64_t oom_kills();
+
+// A process that ended with `status` was ended by the out-of-memory killer, as far as anyone can
+// tell: by SIGKILL (which recheck itself sends only after an interrupt), while the kernel's count
+// of such kills went up since `kills_before`. A case too large for the machine's memory is then
+// skipped, not a crash: the variant did not crash, the machine ran out.
+bool killed_for_memory(int status, int64_t kills_before);
+
+// What the child runs: it reads lines from `from_parent` (null without an input pipe) and
+// writes lines to `to_parent` (a file descriptor: one write_all a message, so that the parent
+// never sees half of one but where the child died writing it). The child exits 0 when it
+// returns; when it throws, it writes "error TEXT" (TEXT: error_line) and exits 3.
+using WorkerBody = std::function<void(FILE* from_parent, int to_parent)>;
+
+class WorkerProcess {
+ public:
+  WorkerProcess() = default;
+  WorkerProcess(const WorkerProcess&) = delete;
+  WorkerProcess& operator=(const WorkerProcess&) = delete;
+  ~WorkerProcess() { stop(); }
+
+  // Forks a child running `body`. `with_input`: a pipe from this process to the child.
+  // `takes_interrupts`: an interrupt is passed on to it (runner/interrupts.h), and one that came
+  // before it started kills it at once. Throws std::runtime_error when pipe or fork fail.
+  void start(const WorkerBody& body, bool with_input, bool takes_interrupts = true);
+  bool running() const { return pid_ != 0; }
+  pid_t pid() const { return pid_; }
+
+  // False when the child is gone (EPIPE).
+  bool send(const std::string& line);
+  // The next whole line from the child without its newline; nothing at the end of its output,
+  // or for a line cut short (the child died writing it).
+  std::optional<std::string> read_line();
+
+  // Closes the pipes, waits for the child and says how it ended ("" when none ran); status()
+  // keeps the waitpid status.
+  std::string stop();
+  int status() const { return status_; }
+
+ private:
+  pid_t pid_ = 0;
+  int status_ = 0;
+  int to_child_ = -1;
+  FILE* from_child_ = nullptr;
+  bool takes_interrupts_ = true;
+};
+
+}  // namespace recheck::runner

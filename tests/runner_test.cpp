@@ -1,0 +1,209 @@
+// The worker processes of runner/, without the recheck binary: how a worker's death is read
+// (a crash, the out-of-memory killer, an error it raised), the line protocol of a hunt, an
+// interrupt passed on to a worker stuck in its case, and results crossing the process boundary.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "properties/generator.h"
+#include "runner/case_worker.h"
+#include "runner/hunt.h"
+#include "runner/interrupts.h"
+#include "runner/results_json.h"
+#include "runner/worker_process.h"
+#include "suts/checkpoint.h"
+
+namespace recheck::runner {
+namespace {
+
+TEST(WorkerProcess, answers_line_by_line_and_says_how_it_ended) {
+  WorkerProcess worker;
+  worker.start(
+      [](FILE* in, int out) {
+        char* buffer = nullptr;
+        std::size_t capacity = 0;
+        for (ssize_t n; (n = getline(&buffer, &capacity, in)) > 0;) write_all(out, "got " + std::string(buffer, n));
+      },
+      true);
+  ASSERT_TRUE(worker.send("one\n"));
+  EXPECT_EQ(worker.read_line(), std::optional<std::string>("got one"));
+  ASSERT_TRUE(worker.send("two\n"));
+  EXPECT_EQ(worker.read_line(), std::optional<std::string>("got two"));
+  EXPECT_EQ(worker.stop(), "exited with status 0");
+  EXPECT_FALSE(worker.running());
+}
+
+TEST(WorkerProcess, an_abort_is_a_death_by_signal_and_no_line) {
+  WorkerProcess worker;
+  worker.start([](FILE*, int out) { write_all(out, "half a li"); std::abort(); }, false);
+  EXPECT_EQ(worker.read_line(), std::nullopt) << "a line cut short by the death is no line";
+  EXPECT_EQ(worker.stop(), "was killed by signal 6 (Aborted)");
+  EXPECT_FALSE(killed_for_memory(worker.status(), 0));
+}
+
+TEST(WorkerProcess, an_exception_is_one_error_line_and_status_3) {
+  WorkerProcess worker;
+  worker.start([](FILE*, int) { throw std::runtime_error("no device\nwith a second line"); }, false);
+  EXPECT_EQ(worker.read_line(), std::optional<std::string>("error no device"));
+  EXPECT_EQ(worker.stop(), "exited with status 3");
+}
+
+// The out-of-memory killer's count, from a file in place of /proc/vmstat.
+class OutOfMemory : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = ::testing::TempDir() + "/vmstat-" + std::to_string(getpid());
+    write_count(7);
+    setenv("RECHECK_VMSTAT", path_.c_str(), 1);
+  }
+  void TearDown() override { unsetenv("RECHECK_VMSTAT"); }
+  void write_count(int count) const {
+    std::ofstream(path_ + ".next") << "pgfault 1\noom_kill " << count << "\n";
+    std::rename((path_ + ".next").c_str(), path_.c_str());
+  }
+  std::string path_;
+};
+
+TEST_F(OutOfMemory, a_sigkill_while_the_count_goes_up_is_a_kill_for_memory) {
+  EXPECT_EQ(oom_kills(), 7);
+  for (const bool counted : {true, false}) {
+    std::vector<int64_t> handled;
+    const HuntOutcome outcome = hunt_in_worker(
+        0, {[] {}, [](int64_t i) { return i >= 10; },
+            [&](int64_t i) {
+              // What the kernel does: counts the kill, then kills.
+              if (i == 2) {
+                if (counted) write_count(8);
+                raise(SIGKILL);
+              }
+              return CaseResult{};
+            },
+            [&](int64_t i, const CaseResult&) { handled.push_back(i); }});
+    EXPECT_EQ(handled, (std::vector<int64_t>{0, 1})) << counted;
+    EXPECT_EQ(outcome.crashed_case, std::optional<int64_t>(2)) << counted;
+    EXPECT_EQ(outcome.killed_for_memory, counted) << "the same SIGKILL without the count is a crash";
+    EXPECT_EQ(outcome.status, "was killed by signal 9 (Killed)");
+    write_count(7);
+  }
+}
+
+TEST(Hunt, a_crash_names_the_case_in_progress_and_the_cases_before_it_arrive) {
+  std::vector<int64_t> handled;
+  const HuntOutcome outcome = hunt_in_worker(
+      5, {[] {}, [](int64_t i) { return i >= 100; },
+          [](int64_t i) {
+            if (i == 8) std::abort();
+            CaseResult result;
+            result.op_executions = i;
+            return result;
+          },
+          [&](int64_t i, const CaseResult& result) {
+            EXPECT_EQ(result.op_executions, i);
+            handled.push_back(i);
+          }});
+  EXPECT_EQ(handled, (std::vector<int64_t>{5, 6, 7}));
+  EXPECT_TRUE(outcome.started);
+  EXPECT_FALSE(outcome.finished);
+  EXPECT_EQ(outcome.crashed_case, std::optional<int64_t>(8));
+  EXPECT_FALSE(outcome.killed_for_memory);
+  EXPECT_EQ(outcome.status, "was killed by signal 6 (Aborted)");
+}
+
+TEST(Hunt, ends_finished_at_its_limit_and_says_why_it_could_not_start) {
+  int handled = 0;
+  const HuntOutcome done =
+      hunt_in_worker(0, {[] {}, [](int64_t i) { return i >= 4; }, [](int64_t) { return CaseResult{}; },
+                         [&](int64_t, const CaseResult&) { ++handled; }});
+  EXPECT_TRUE(done.finished);
+  EXPECT_EQ(handled, 4);
+  EXPECT_EQ(done.crashed_case, std::nullopt);
+  const HuntOutcome refused = hunt_in_worker(
+      0, {[] { throw std::runtime_error("no CUDA device"); }, [](int64_t) { return false; },
+          [](int64_t) { return CaseResult{}; }, [](int64_t, const CaseResult&) { ADD_FAILURE(); }});
+  EXPECT_FALSE(refused.started);
+  EXPECT_FALSE(refused.finished);
+  EXPECT_EQ(refused.error, "no CUDA device");
+  EXPECT_EQ(refused.crashed_case, std::nullopt);
+}
+
+// Ctrl-C while the worker is stuck in a case: passed on to the worker, which is killed 0.4 s
+// later; the case in progress is named, and this process is still here to report.
+TEST(Interrupts, a_worker_stuck_in_its_case_is_killed_after_the_grace) {
+  stop_on_interrupt();
+  std::thread ctrl_c([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    kill(getpid(), SIGINT);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const HuntOutcome outcome = hunt_in_worker(
+      0, {[] {}, [](int64_t) { return false; },
+          [](int64_t i) {
+            while (i == 1) pause();  // an interrupt does not end this case
+            return CaseResult{};
+          },
+          [](int64_t, const CaseResult&) {}});
+  ctrl_c.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(interrupted());
+  EXPECT_EQ(interrupt_signal(), SIGINT);
+  EXPECT_EQ(outcome.crashed_case, std::optional<int64_t>(1));
+  EXPECT_EQ(outcome.status, "was killed by signal 9 (Killed)");
+  EXPECT_LT(seconds, 30.0) << "the worker was not killed";
+}
+
+TEST(ResultsJson, a_case_result_crosses_the_process_boundary_whole) {
+  CaseResult result;
+  result.op_executions = 42;
+  Verdict failing = Verdict::fail("iteration 1, leaf v2 .grad", std::nullopt, "differs");
+  result.results.push_back({"grads-bitwise", Verdict::pass(), failing, Classification::regression});
+  result.results.push_back({"errors-match", failing, failing, Classification::pre_existing});
+  const CaseResult back = case_result_from_json(nlohmann::json::parse(to_json(result).dump()));
+  EXPECT_EQ(back.op_executions, 42);
+  EXPECT_EQ(back.skipped, "");
+  ASSERT_EQ(back.results.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(back.results[i].property, result.results[i].property);
+    EXPECT_EQ(back.results[i].classification, result.results[i].classification);
+    EXPECT_EQ(back.results[i].sut.holds, result.results[i].sut.holds);
+    EXPECT_EQ(back.results[i].oracle.holds, result.results[i].oracle.holds);
+    EXPECT_EQ(back.results[i].sut.describe(), result.results[i].sut.describe());
+    EXPECT_EQ(back.results[i].oracle.describe(), result.results[i].oracle.describe());
+  }
+  EXPECT_TRUE(back.has_alarm());
+  CaseResult skipped;
+  skipped.skipped = "too large";
+  EXPECT_TRUE(to_json(CaseResult{}).at("skipped").is_null());
+  EXPECT_EQ(case_result_from_json(to_json(skipped)).skipped, "too large");
+}
+
+// A case checked in a worker gives what it gives in this process.
+TEST(CaseWorker, gives_the_verdicts_of_a_check_in_this_process) {
+  auto oracle = make_checkpoint("nonclearing");
+  auto sut = make_checkpoint("skip-rng-restore");
+  CaseWorker worker("drawn", "cpu", *oracle, *sut, Limits{});
+  int alarms = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    const Case c = draw_case(GenOptions{}, seed);
+    const IsolatedCheck isolated = worker.check(c);
+    ASSERT_TRUE(isolated.result) << isolated.crash;
+    const CaseResult here = check_case(c, *oracle, *sut);
+    ASSERT_EQ(isolated.result->results.size(), here.results.size());
+    for (size_t i = 0; i < here.results.size(); ++i) {
+      EXPECT_EQ(isolated.result->results[i].classification, here.results[i].classification) << seed;
+      EXPECT_EQ(isolated.result->results[i].sut.describe(), here.results[i].sut.describe()) << seed;
+    }
+    alarms += here.has_alarm();
+  }
+  EXPECT_GT(alarms, 0) << "a mutant that raises no alarm in 12 cases shows nothing here";
+}
+
+}  // namespace
+}  // namespace recheck::runner
