@@ -1,15 +1,7 @@
 // recheck bench: cases/s, op executions/s and the cost of a check against a plain eager run.
-#include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <iomanip>
 #include <iostream>
-#include <map>
-#include <memory>
-#include <set>
-#include <sstream>
-#include <string>
-#include <vector>
 
 #include "cli/command.h"
 #include <ATen/Parallel.h>

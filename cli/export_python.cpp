@@ -1,15 +1,6 @@
 // recheck export-python: a case as a standalone Python script that asserts a property.
-#include <algorithm>
-#include <chrono>
-#include <filesystem>
-#include <iomanip>
 #include <iostream>
-#include <map>
-#include <memory>
-#include <set>
-#include <sstream>
 #include <string>
-#include <vector>
 
 #include "cli/command.h"
 #include "properties/export_python.h"
@@ -19,12 +10,6 @@
 namespace recheck::cli {
 
 namespace {
-
-using runner::CaseWorker;
-using runner::IsolatedCheck;
-using runner::check_can_run;
-using runner::check_isolated;
-using runner::device_missing;
 
 const char* kExportPythonHelp = R"(usage: recheck export-python CASE [options]
 
@@ -47,7 +32,7 @@ int command_export_python(const Args& args) {
   check_output_files(args, {"out"});
   const Case c = load_positional_case(args, "export-python");
   // The script carries the leaf values and loss weights recheck draws on the case's device.
-  if (const std::string missing = device_missing(c.device); !missing.empty()) {
+  if (const std::string missing = runner::device_missing(c.device); !missing.empty()) {
     throw CaseError(args.positional()[0] + ": cannot export this case here: " + missing);
   }
   ExportOptions options;

@@ -1,15 +1,8 @@
 // recheck fuzz-seeds: a seed corpus for recheck_fuzz_check that reaches every op and corner.
-#include <algorithm>
-#include <chrono>
 #include <filesystem>
-#include <iomanip>
 #include <iostream>
-#include <map>
-#include <memory>
 #include <set>
-#include <sstream>
 #include <string>
-#include <vector>
 
 #include "cli/command.h"
 #include <cstdio>

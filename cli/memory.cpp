@@ -1,12 +1,8 @@
 // recheck memory: the PR's memory measurement, reproduced on a synthetic residual-stream model.
 #include <algorithm>
-#include <chrono>
-#include <filesystem>
 #include <iomanip>
 #include <iostream>
-#include <map>
 #include <memory>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>

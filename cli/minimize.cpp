@@ -1,15 +1,10 @@
 // recheck minimize: shrink a failing case to a small JSON case that shows the same alarm.
-#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
-#include <map>
-#include <memory>
-#include <set>
-#include <sstream>
+#include <optional>
 #include <string>
-#include <vector>
 
 #include "cli/command.h"
 #include "properties/reduce.h"
@@ -21,12 +16,6 @@
 namespace recheck::cli {
 
 namespace {
-
-using runner::CaseWorker;
-using runner::IsolatedCheck;
-using runner::check_can_run;
-using runner::check_isolated;
-using runner::device_missing;
 
 const char* kMinimizeHelp = R"(usage: recheck minimize CASE [--sut NAME] [--oracle NAME] [--property NAME] [--out FILE]
 
@@ -67,10 +56,10 @@ int command_minimize(const Args& args) {
   // a candidate that crashes the variant is a candidate that does not show the alarm, not the
   // end of the minimization, and a case that crashes it from the start is minimized as a crash.
   const Limits limits = limits_of(args);
-  CaseWorker worker(file, original.device, *oracle, *sut, limits);
+  runner::CaseWorker worker(file, original.device, *oracle, *sut, limits);
   const bool isolate = !args.flag("no-isolate");
-  if (!isolate) check_can_run(original.device, file, *oracle, *sut);
-  auto check = [&](const Case& c) { return isolate ? worker.check(c) : IsolatedCheck{check_case(c, *oracle, *sut), ""}; };
+  if (!isolate) runner::check_can_run(original.device, file, *oracle, *sut);
+  auto check = [&](const Case& c) { return isolate ? worker.check(c) : runner::IsolatedCheck{check_case(c, *oracle, *sut), ""}; };
   const std::optional<CaseResult> first = check(original).result;
   const bool crash = !first && (property.empty() || property == kCrashProperty);
   const std::optional<FailureSignature> signature = first ? find_alarm(*first, property) : std::nullopt;
@@ -94,7 +83,7 @@ int command_minimize(const Args& args) {
   Case smallest = reduce_case(original, [&](const Case& candidate) {
     if (runner::interrupted()) return false;
     ++candidates_checked;
-    IsolatedCheck checked;
+    runner::IsolatedCheck checked;
     try {
       checked = check(candidate);
     } catch (const CaseError&) {
@@ -125,7 +114,7 @@ int command_minimize(const Args& args) {
     const auto clearing = make_variant("clearing");
     std::optional<CaseResult> correct;
     try {
-      correct = isolate ? check_isolated(smallest, file, *oracle, *clearing, limits).result
+      correct = isolate ? runner::check_isolated(smallest, file, *oracle, *clearing, limits).result
                         : std::optional<CaseResult>(check_case(smallest, *oracle, *clearing));
     } catch (const CaseError&) {
       if (!runner::interrupted()) throw;

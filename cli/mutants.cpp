@@ -1,11 +1,8 @@
 // recheck mutants: hunt every mutant variant, and check the correct ones raise no alarm.
 #include <algorithm>
-#include <chrono>
-#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <map>
-#include <memory>
 #include <set>
 #include <sstream>
 #include <string>

@@ -1,13 +1,9 @@
 // recheck replay: replay corpus cases and check the expectations each one records.
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
-#include <iomanip>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,12 +15,6 @@
 namespace recheck::cli {
 
 namespace {
-
-using runner::CaseWorker;
-using runner::IsolatedCheck;
-using runner::check_can_run;
-using runner::check_isolated;
-using runner::device_missing;
 
 const char* kReplayHelp = R"(usage: recheck replay PATH... [--oracle NAME] [--json FILE] [--limits LIST]
 
@@ -79,7 +69,7 @@ int command_replay(const Args& args) {
     const Case c = load_case_file(file, limits);
     // A CUDA case where CUDA is missing cannot run: skipped and said so, like a Python variant
     // without the bridge.
-    const bool no_device = !device_missing(c.device).empty();
+    const bool no_device = !runner::device_missing(c.device).empty();
     const std::vector<Expectation> expectations = expectations_of(c);
     for (std::size_t i = 0; i < expectations.size(); ++i) {
       const Expectation& e = expectations[i];
@@ -96,7 +86,7 @@ int command_replay(const Args& args) {
       }
     }
     // A variant the case records crashing is checked in a process of its own, as `run` did.
-    std::map<std::string, IsolatedCheck> results;
+    std::map<std::string, runner::IsolatedCheck> results;
     for (const Expectation& e : expectations) {
       if (!suts.at(e.sut) || no_device) {
         ++skipped;
@@ -109,10 +99,10 @@ int command_replay(const Args& args) {
           return x.sut == e.sut && x.property == kCrashProperty;
         });
         // A CUDA case too: CUDA started in this process could not be used by a later worker.
-        results.emplace(e.sut, crashes || c.device == "cuda" ? check_isolated(c, file, *oracle, *suts[e.sut], limits)
-                                                             : IsolatedCheck{check_case(c, *oracle, *suts[e.sut]), ""});
+        results.emplace(e.sut, crashes || c.device == "cuda" ? runner::check_isolated(c, file, *oracle, *suts[e.sut], limits)
+                                                             : runner::IsolatedCheck{check_case(c, *oracle, *suts[e.sut]), ""});
       }
-      const IsolatedCheck& isolated = results.at(e.sut);
+      const runner::IsolatedCheck& isolated = results.at(e.sut);
       static const CaseResult kNone;
       const CaseResult& result = isolated.result ? *isolated.result : kNone;
       if (isolated.result && !result.skipped.empty()) {

@@ -1,15 +1,8 @@
 // recheck repro: replay one case file and print each property's verdict and evidence.
-#include <algorithm>
-#include <chrono>
-#include <filesystem>
 #include <iomanip>
 #include <iostream>
-#include <map>
-#include <memory>
-#include <set>
-#include <sstream>
+#include <optional>
 #include <string>
-#include <vector>
 
 #include "cli/command.h"
 #include "properties/report.h"
@@ -20,12 +13,6 @@
 namespace recheck::cli {
 
 namespace {
-
-using runner::CaseWorker;
-using runner::IsolatedCheck;
-using runner::check_can_run;
-using runner::check_isolated;
-using runner::device_missing;
 
 const char* kReproHelp = R"(usage: recheck repro CASE [--sut NAME] [--oracle NAME] [--json FILE] [--limits LIST] [--bytes]
 
@@ -53,11 +40,11 @@ int command_repro(const Args& args) {
   const auto oracle = make_variant(args.get("oracle", "nonclearing"));
   const std::string& file = args.positional()[0];
   // Checked before anything is printed, so that a case that cannot run here is one line.
-  std::optional<IsolatedCheck> isolated;
+  std::optional<runner::IsolatedCheck> isolated;
   if (args.flag("no-isolate")) {
-    check_can_run(c.device, file, *oracle, *sut);
+    runner::check_can_run(c.device, file, *oracle, *sut);
   } else {
-    isolated = check_isolated(c, file, *oracle, *sut, limits_of(args));
+    isolated = runner::check_isolated(c, file, *oracle, *sut, limits_of(args));
   }
   std::cout << show(c);
   if (!c.note.empty()) std::cout << "note: " << c.note << "\n";

@@ -1,15 +1,10 @@
 // recheck run: draw random cases, check every property of a variant against the oracle.
-#include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <set>
-#include <sstream>
 #include <string>
-#include <vector>
 
 #include "cli/command.h"
 #include "core/case.h"

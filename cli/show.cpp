@@ -1,15 +1,5 @@
 // recheck show: print a case file's graph as indented text, or the case as JSON.
-#include <algorithm>
-#include <chrono>
-#include <filesystem>
-#include <iomanip>
 #include <iostream>
-#include <map>
-#include <memory>
-#include <set>
-#include <sstream>
-#include <string>
-#include <vector>
 
 #include "cli/command.h"
 

@@ -1,15 +1,5 @@
 // recheck variants: list the checkpoint variants --sut and --oracle accept.
-#include <algorithm>
-#include <chrono>
-#include <filesystem>
-#include <iomanip>
 #include <iostream>
-#include <map>
-#include <memory>
-#include <set>
-#include <sstream>
-#include <string>
-#include <vector>
 
 #include "cli/command.h"
 #include "suts/checkpoint.h"

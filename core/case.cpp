@@ -56,9 +56,15 @@ struct OpInputs {
     return refs;
   }
   std::vector<int> operator()(const Fork& o) const { return o.args; }
-  // Every other op reads one value, `x`.
-  template <typename T>
-  std::vector<int> operator()(const T& o) const { return {o.x}; }
+  // One overload per op, no catch-all: a new op says what it reads.
+  std::vector<int> operator()(const Unary& o) const { return {o.x}; }
+  std::vector<int> operator()(const View& o) const { return {o.x}; }
+  std::vector<int> operator()(const InPlace& o) const { return {o.x}; }
+  std::vector<int> operator()(const Reduce& o) const { return {o.x}; }
+  std::vector<int> operator()(const Argmax& o) const { return {o.x}; }
+  std::vector<int> operator()(const Random& o) const { return {o.x}; }
+  std::vector<int> operator()(const Stash& o) const { return {o.x}; }
+  std::vector<int> operator()(const Raise& o) const { return {o.x}; }
 };
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <variant>
 
+#include "core/analysis.h"
 #include "properties/generator.h"
 
 // libFuzzer finds this section through the linker's __start_/__stop_ symbols; `used` keeps it
@@ -47,14 +48,9 @@ std::size_t clamp(std::size_t v, std::size_t n) { return v < n ? v : n - 1; }
 
 enum ArgKind : std::size_t { kTensorGrad, kTensorNoGrad, kIntTensor, kViewArg, kRepeated, kNone, kInt, kDouble, kBool, kString };
 
-// What the walker knows of a value: enough to tell argument kinds apart.
-struct Facts {
-  bool floating = true;
-  bool requires_grad = false;
-  bool view = false;
-};
-
-void walk(const Segment& segment, std::vector<Facts> values, std::size_t depth, bool in_checkpoint, bool in_fork) {
+// Bumps the counters of what `segment` holds; gives the facts of its outputs (core/analysis.h).
+std::vector<ValueFacts> walk(const Segment& segment, std::vector<ValueFacts> values, std::size_t depth, bool in_checkpoint,
+                             bool in_fork) {
   std::size_t previous = kOpKinds;  // none yet
   for (const Op& op : segment.ops) {
     const std::size_t kind = op.index();
@@ -65,16 +61,20 @@ void walk(const Segment& segment, std::vector<Facts> values, std::size_t depth, 
       const std::size_t context = in_fork ? 2 : in_checkpoint ? 1 : 0;
       bump(kRng + (static_cast<std::size_t>(r->source) * 3 + context) * 2 + static_cast<std::size_t>(r->fn));
     }
-    std::vector<Facts> body_inputs;
+    std::vector<ValueFacts> body_inputs;
+    std::vector<ValueFacts> outputs;
     if (const auto* ck = std::get_if<Checkpoint>(&op)) {
       std::vector<int> seen;
       for (std::size_t i = 0; i < ck->args.size(); ++i) {
         const Arg& arg = ck->args[i];
         std::size_t arg_kind = kNone;
-        Facts f;
+        const ValueFacts f = arg_facts(arg, values);
         if (const auto* ref = std::get_if<Ref>(&arg)) {
-          if (ref->value >= 0 && static_cast<std::size_t>(ref->value) < values.size()) f = values[static_cast<std::size_t>(ref->value)];
-          arg_kind = f.view ? kViewArg : !f.floating ? kIntTensor : f.requires_grad ? kTensorGrad : kTensorNoGrad;
+          arg_kind = f.kind != ValueFacts::Kind::tensor ? kNone
+                     : f.view                           ? kViewArg
+                     : !f.floating()                    ? kIntTensor
+                     : f.requires_grad                  ? kTensorGrad
+                                                        : kTensorNoGrad;
           for (int s : seen) {
             if (s == ref->value) arg_kind = kRepeated;
           }
@@ -89,25 +89,20 @@ void walk(const Segment& segment, std::vector<Facts> values, std::size_t depth, 
           arg_kind = kString;
         }
         bump(kArgs + arg_kind * kArgPositions + clamp(i, kArgPositions));
-        body_inputs.push_back(f);
+        body_inputs.push_back(as_body_input(f));
       }
-      walk(*ck->body, body_inputs, depth + 1, true, in_fork);
+      outputs = checkpoint_output_facts(body_inputs, walk(*ck->body, body_inputs, depth + 1, true, in_fork));
     } else if (const auto* fork = std::get_if<Fork>(&op)) {
-      for (int a : fork->args) {
-        body_inputs.push_back(a >= 0 && static_cast<std::size_t>(a) < values.size() ? values[static_cast<std::size_t>(a)] : Facts{});
-      }
-      walk(*fork->body, body_inputs, depth, in_checkpoint, true);
+      for (int a : fork->args) body_inputs.push_back(as_body_input(arg_facts(Ref{a}, values)));
+      outputs = walk(*fork->body, body_inputs, depth, in_checkpoint, true);
+    } else {
+      outputs = plain_op_facts(op, values);
     }
-    // The op's outputs, roughly: enough for the argument kinds above.
-    const std::vector<int> inputs = op_inputs(op);
-    Facts out;
-    if (!inputs.empty() && inputs[0] >= 0 && static_cast<std::size_t>(inputs[0]) < values.size()) {
-      out = values[static_cast<std::size_t>(inputs[0])];
-    }
-    out.view = std::holds_alternative<View>(op);
-    if (std::holds_alternative<Argmax>(op)) out.floating = false;
-    for (int k = 0; k < op_output_count(op); ++k) values.push_back(out);
+    values.insert(values.end(), outputs.begin(), outputs.end());
   }
+  std::vector<ValueFacts> outputs;
+  for (int ref : segment.outputs) outputs.push_back(arg_facts(Ref{ref}, values));
+  return outputs;
 }
 
 int max_checkpoint_depth(const Segment& segment) {
@@ -123,12 +118,12 @@ int max_checkpoint_depth(const Segment& segment) {
 }  // namespace
 
 void record_case(const Case& c) {
-  std::vector<Facts> leaves;
+  std::vector<ValueFacts> leaves;
   for (const Leaf& leaf : c.leaves) {
     const DType dtype = leaf_dtype(c, leaf);
     bump(kDtypes + 5 + static_cast<std::size_t>(dtype));
     for (int64_t dim : leaf.shape) bump(kShapes + clamp(static_cast<std::size_t>(std::max<int64_t>(dim, 0)), 16));
-    leaves.push_back(Facts{dtype != DType::int64 && dtype != DType::boolean, leaf.requires_grad, false});
+    leaves.push_back(leaf_facts(c, leaf));
   }
   bump(kDtypes + static_cast<std::size_t>(c.dtype));
   walk(c.root, leaves, 0, false, false);

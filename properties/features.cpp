@@ -2,39 +2,20 @@
 // is measured in, and what fuzz-seeds keeps inputs for.
 #include "properties/generator.h"
 
+#include "core/analysis.h"
+
 #include <set>
 
 namespace recheck {
 
 namespace {
 
-// What the analysis knows of a value without running the case.
-struct Facts {
-  enum class Kind { tensor, none, literal };
-  Kind kind = Kind::tensor;
-  DType dtype = DType::float32;
-  bool requires_grad = false;
-  bool leaf = false;
-  bool view = false;
-  bool contiguous = true;
-
-  // The facts of a new tensor computed from this one: same kind, dtype and requires_grad, but
-  // a fresh, contiguous non-leaf that is nobody's view.
-  Facts computed() const {
-    Facts f = *this;
-    f.leaf = false;
-    f.view = false;
-    f.contiguous = true;
-    return f;
-  }
-};
-
 class FeatureWalker {
  public:
   explicit FeatureWalker(std::set<std::string>& out) : out_(out) {}
 
   // Returns the facts of the segment's outputs.
-  std::vector<Facts> walk(const Segment& segment, std::vector<Facts> values, int depth, bool in_fork) {
+  std::vector<ValueFacts> walk(const Segment& segment, std::vector<ValueFacts> values, int depth, bool in_fork) {
     const size_t input_count = values.size();
     std::vector<bool> read(values.size(), false);
     int checkpoints = 0;
@@ -43,68 +24,40 @@ class FeatureWalker {
     };
     for (const Op& op : segment.ops) {
       for (int ref : op_inputs(op)) mark(ref);
-      std::vector<Facts> produced;
-      auto like = [&](int x) { return values.at(x).computed(); };
-      if (const auto* u = std::get_if<Unary>(&op)) produced.push_back(like(u->x));
-      if (const auto* b = std::get_if<Binary>(&op)) {
-        Facts f = like(b->a);
-        f.requires_grad = values.at(b->a).requires_grad || values.at(b->b).requires_grad;
-        produced.push_back(f);
-      }
-      if (const auto* m = std::get_if<Matmul>(&op)) {
-        Facts f = like(m->a);
-        f.requires_grad = values.at(m->a).requires_grad || values.at(m->b).requires_grad;
-        produced.push_back(f);
-      }
-      if (const auto* v = std::get_if<View>(&op)) {
-        Facts f = values.at(v->x);
-        f.leaf = false;
-        f.view = v->fn != View::Fn::flatten || f.contiguous;  // reshape of a non-contiguous tensor copies
-        f.contiguous = f.contiguous && v->fn != View::Fn::transpose;
-        produced.push_back(f);
-      }
+      std::vector<ValueFacts> produced;
       if (const auto* i = std::get_if<InPlace>(&op)) {
         out_.insert(static_cast<size_t>(i->x) < input_count && depth > 0 ? "in-place on a body input"
                                                                         : "in-place on an intermediate");
-        produced.push_back(values.at(i->x));
-      }
-      if (const auto* r = std::get_if<Reduce>(&op)) produced.push_back(like(r->x));
-      if (std::holds_alternative<Argmax>(op)) {
-        Facts f;
-        f.dtype = DType::int64;
-        produced.push_back(f);
       }
       if (const auto* r = std::get_if<Random>(&op)) {
         out_.insert(std::string("random: ") + to_string(r->source));
         if (r->source == RngSource::tracker && depth > 0) out_.insert("tracker draw inside a checkpoint");
-        produced.push_back(like(r->x));
       }
       if (const auto* s = std::get_if<Stash>(&op)) {
         out_.insert(static_cast<size_t>(s->x) < input_count && depth > 0 ? "stash of a body input" : "stash");
       }
       if (const auto* r = std::get_if<Raise>(&op)) {
         out_.insert(r->when == Raise::When::always ? "raise in forward" : "raise in recomputation");
-        produced.push_back(like(r->x));
       }
       if (const auto* f = std::get_if<Fork>(&op)) {
         out_.insert("tracker fork");
         if (depth > 0) out_.insert("tracker fork inside a checkpoint");
-        std::vector<Facts> args;
-        for (int ref : f->args) args.push_back(values.at(ref));
-        for (Facts& a : args) a.leaf = false;
+        std::vector<ValueFacts> args;
+        for (int ref : f->args) args.push_back(as_body_input(values.at(ref)));
         produced = walk(*f->body, args, depth, true);
-      }
-      if (const auto* c = std::get_if<Checkpoint>(&op)) {
+      } else if (const auto* c = std::get_if<Checkpoint>(&op)) {
         ++checkpoints;
         produced = walk_checkpoint(*c, values, input_count, depth, in_fork);
+      } else {
+        produced = plain_op_facts(op, values);
       }
-      for (Facts& f : produced) {
+      for (ValueFacts& f : produced) {
         values.push_back(f);
         read.push_back(false);
       }
     }
     if (checkpoints >= 2) out_.insert("sibling checkpoints");
-    std::vector<Facts> outputs;
+    std::vector<ValueFacts> outputs;
     for (int ref : segment.outputs) {
       mark(ref);
       outputs.push_back(values.at(ref));
@@ -124,22 +77,20 @@ class FeatureWalker {
   }
 
  private:
-  std::vector<Facts> walk_checkpoint(const Checkpoint& c, const std::vector<Facts>& values, size_t input_count,
+  std::vector<ValueFacts> walk_checkpoint(const Checkpoint& c, const std::vector<ValueFacts>& values, size_t input_count,
                                      int depth, bool in_fork) {
     out_.insert("max checkpoint depth " + std::to_string(depth + 1));
     if (in_fork) out_.insert("checkpoint inside a tracker fork");
     if (c.distribute) out_.insert("distribute_saved_activations");
-    std::vector<Facts> args;
+    std::vector<ValueFacts> args;
     std::set<std::string> seen;
-    bool any_requires_grad = false;
     for (size_t a = 0; a < c.args.size(); ++a) {
       const Arg& arg = c.args[a];
       const std::string key = show_arg(arg);
       if (!seen.insert(key).second) out_.insert("arg: the same value twice");
-      Facts f;
+      const ValueFacts f = arg_facts(arg, values);
       if (const auto* ref = std::get_if<Ref>(&arg)) {
-        f = values.at(ref->value);
-        if (f.kind == Facts::Kind::tensor) {
+        if (f.kind == ValueFacts::Kind::tensor) {
           if (depth > 0 && static_cast<size_t>(ref->value) >= input_count) {
             out_.insert("checkpoint on a value computed inside a checkpoint");
           }
@@ -150,15 +101,12 @@ class FeatureWalker {
           if (f.view) out_.insert("arg: view");
           if (!f.contiguous) out_.insert("arg: non-contiguous tensor");
           if (a == 0 && c.distribute && f.view) out_.insert("distribute with args[0] a view");
-          any_requires_grad = any_requires_grad || f.requires_grad;
         } else {
-          out_.insert(f.kind == Facts::Kind::none ? "arg: None" : "arg: literal passed on");
+          out_.insert(f.kind == ValueFacts::Kind::none ? "arg: None" : "arg: literal passed on");
         }
       } else if (std::holds_alternative<None>(arg)) {
-        f.kind = Facts::Kind::none;
         out_.insert("arg: None");
       } else {
-        f.kind = Facts::Kind::literal;
         if (std::holds_alternative<int64_t>(arg)) out_.insert("arg: int");
         if (std::holds_alternative<double>(arg)) out_.insert("arg: float");
         if (std::holds_alternative<bool>(arg)) out_.insert("arg: bool");
@@ -166,26 +114,18 @@ class FeatureWalker {
       }
       args.push_back(f);
     }
-    std::vector<Facts> inside = args;
-    for (Facts& f : inside) f.leaf = false;
-    const std::vector<Facts> body_outputs = walk(*c.body, inside, depth + 1, false);
+    std::vector<ValueFacts> inside;
+    for (const ValueFacts& f : args) inside.push_back(as_body_input(f));
+    const std::vector<ValueFacts> body_outputs = walk(*c.body, inside, depth + 1, false);
     if (body_outputs.size() >= 2) out_.insert("body: several outputs");
     for (size_t o = 0; o < body_outputs.size(); ++o) {
-      const Facts& f = body_outputs[o];
-      if (f.kind != Facts::Kind::tensor) out_.insert("body output: non-tensor");
+      const ValueFacts& f = body_outputs[o];
+      if (f.kind != ValueFacts::Kind::tensor) out_.insert("body output: non-tensor");
       else if (!f.requires_grad) out_.insert("body output: not requiring grad");
       const int ref = c.body->outputs[o];
       if (ref < static_cast<int>(c.args.size())) out_.insert("body output: an input returned as is");
     }
-    // The Function's tensor outputs require grad when any tensor argument does.
-    std::vector<Facts> outputs;
-    for (const Facts& body_output : body_outputs) {
-      Facts& f = outputs.emplace_back(body_output.computed());
-      if (f.kind == Facts::Kind::tensor && f.dtype != DType::int64 && f.dtype != DType::boolean) {
-        f.requires_grad = any_requires_grad;
-      }
-    }
-    return outputs;
+    return checkpoint_output_facts(args, body_outputs);
   }
 
   std::set<std::string>& out_;
@@ -202,14 +142,8 @@ std::vector<std::string> case_features(const Case& c) {
     for (int64_t d : leaf.shape) elements *= d;
     if (elements >= 64 * 64) features.insert("large tensors (4,096 elements or more)");
   }
-  std::vector<Facts> leaves;
-  for (const Leaf& leaf : c.leaves) {
-    Facts f;
-    f.dtype = leaf_dtype(c, leaf);
-    f.requires_grad = leaf.requires_grad;
-    f.leaf = true;
-    leaves.push_back(f);
-  }
+  std::vector<ValueFacts> leaves;
+  for (const Leaf& leaf : c.leaves) leaves.push_back(leaf_facts(c, leaf));
   FeatureWalker(features).walk(c.root, leaves, 0, false);
   // Depth labels say "at least": a case four deep is also three deep.
   int deepest = 0;
