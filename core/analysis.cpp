@@ -1,6 +1,7 @@
 #include "core/analysis.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include "core/case_detail.h"
@@ -94,27 +95,23 @@ struct PlainOpFacts {
   const std::vector<ValueFacts>& values;
   int64_t* copies;
 
+  // A new tensor from values `a` and `b`, like `a`, requiring grad when either does, of the
+  // shape `rule` gives theirs (none where they do not fit together).
+  template <typename Rule>
+  ValueFacts of_two(int a, int b, const Rule& rule) const {
+    ValueFacts f = computed_from(values[a]);
+    f.requires_grad = values[a].requires_grad || values[b].requires_grad;
+    std::optional<std::vector<int64_t>> dims;
+    if (values[a].shape && values[b].shape) dims = rule(*values[a].shape, *values[b].shape, copies);
+    f.shape = dims ? make_shape(std::move(*dims)) : nullptr;
+    return f;
+  }
+
   std::vector<ValueFacts> operator()(const Unary& op) const { return {computed_from(values[op.x])}; }
   std::vector<ValueFacts> operator()(const Binary& op) const {
-    const ValueFacts& a = values[op.a];
-    const ValueFacts& b = values[op.b];
-    ValueFacts f = computed_from(a);
-    f.requires_grad = a.requires_grad || b.requires_grad;
-    std::optional<std::vector<int64_t>> dims;
-    if (a.shape && b.shape) dims = shapes::broadcast(*a.shape, *b.shape);
-    f.shape = dims ? make_shape(std::move(*dims)) : nullptr;
-    return {f};
+    return {of_two(op.a, op.b, [](const auto& a, const auto& b, int64_t*) { return shapes::broadcast(a, b); })};
   }
-  std::vector<ValueFacts> operator()(const Matmul& op) const {
-    const ValueFacts& a = values[op.a];
-    const ValueFacts& b = values[op.b];
-    ValueFacts f = computed_from(a);
-    f.requires_grad = a.requires_grad || b.requires_grad;
-    std::optional<std::vector<int64_t>> dims;
-    if (a.shape && b.shape) dims = shapes::matmul(*a.shape, *b.shape, copies);
-    f.shape = dims ? make_shape(std::move(*dims)) : nullptr;
-    return {f};
-  }
+  std::vector<ValueFacts> operator()(const Matmul& op) const { return {of_two(op.a, op.b, shapes::matmul)}; }
   std::vector<ValueFacts> operator()(const View& op) const {
     ValueFacts f = values[op.x];
     f.leaf = false;
