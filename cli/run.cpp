@@ -180,7 +180,10 @@ int command_run(const Args& args) {
         continue;
       }
       ++crashes;
-      report_finding(*outcome.crashed_case, kCrashProperty, kCrash, true, "the worker process " + outcome.status, "");
+      // An exception that ended the worker in a case (not a crash of the variant: code the check
+      // could not run, a Python variant's module of another version) says what it was.
+      report_finding(*outcome.crashed_case, kCrashProperty, kCrash, true,
+                     "the worker process " + outcome.status + (outcome.error.empty() ? "" : ": " + outcome.error), "");
     }
   }
 

@@ -18,7 +18,9 @@ int command_variants(const Args&) {
 #ifdef RECHECK_WITH_PYTHON
   for (const python::Alias& a : python::aliases()) std::cout << a.name << "\t" << a.description << " (" << a.spec << ")\n";
   std::cout << "python:MODULE:ATTR\tany Python checkpoint function (see docs/python.md)\n"
-            << "python-clearing:MODULE:ATTR\tthe PR's change wrapped around a Megatron-style Function\n";
+            << "python-clearing:MODULE:ATTR\tthe PR's change wrapped around a Megatron-style Function\n"
+            << "python-change:MODULE:ATTR\ta Python function that is itself the change (your patch), held to its claims\n"
+            << "  (MODULE: a module name, or a .py file loaded under a module name of its own)\n";
 #else
   std::cout << "(megatron-py, megatron-py-clearing, torch-py and python:MODULE:ATTR need a build with the Python "
                "bridge: ci/python)\n";

@@ -48,7 +48,8 @@ void register_checkpoint_factory(const std::string& prefix, CheckpointFactory fa
 }
 
 bool needs_python_bridge(const std::string& name) {
-  return name.rfind("python:", 0) == 0 || name.rfind("python-clearing:", 0) == 0 || name == "megatron-py" ||
+  return name.rfind("python:", 0) == 0 || name.rfind("python-clearing:", 0) == 0 ||
+         name.rfind("python-change:", 0) == 0 || name == "megatron-py" ||
          name == "megatron-py-clearing" || name == "torch-py";
 }
 

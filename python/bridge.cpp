@@ -226,8 +226,10 @@ class Interpreter {
 
 class PythonCheckpoint : public CheckpointImplementation {
  public:
-  PythonCheckpoint(std::string name, const std::string& module_name, const std::string& attr, bool clearing)
-      : name_(std::move(name)), code_("Python " + module_name + ":" + attr), clearing_(clearing) {
+  // `claims`: the code is the change itself (python-change:), held to its claims with no wrapper.
+  PythonCheckpoint(std::string name, const std::string& module_name, const std::string& attr, bool clearing,
+                   bool claims)
+      : name_(std::move(name)), code_("Python " + module_name + ":" + attr), clearing_(clearing), claims_(claims) {
     Interpreter& interpreter = Interpreter::get();
     py::gil_scoped_acquire gil;
     try {
@@ -298,7 +300,7 @@ class PythonCheckpoint : public CheckpointImplementation {
   }
 
   ChangeClaims change_claims() const override {
-    if (clearing_) return ChangeClaims::made;
+    if (clearing_ || claims_) return ChangeClaims::made;
     return style_ == "megatron" ? ChangeClaims::like_oracle : ChangeClaims::not_applicable;
   }
 
@@ -359,6 +361,7 @@ class PythonCheckpoint : public CheckpointImplementation {
   std::string name_;
   std::string code_;  // "Python MODULE:ATTR": the same for the clearing wrapper of it
   bool clearing_ = false;
+  bool claims_ = false;
   py::object module_;
   py::object function_;
   std::string style_;
@@ -370,11 +373,13 @@ std::unique_ptr<CheckpointImplementation> make_python(const std::string& name) {
   const size_t first = name.find(':');
   const size_t second = name.find(':', first + 1);
   if (second == std::string::npos || second == first + 1 || second + 1 == name.size()) {
-    throw std::invalid_argument("variant '" + name + "': expected python:MODULE:ATTR or python-clearing:MODULE:ATTR");
+    throw std::invalid_argument("variant '" + name +
+                                "': expected python:MODULE:ATTR, python-clearing:MODULE:ATTR or python-change:MODULE:ATTR "
+                                "(MODULE: a module name, or a .py file)");
   }
   const std::string prefix = name.substr(0, first);
   return std::make_unique<PythonCheckpoint>(name, name.substr(first + 1, second - first - 1), name.substr(second + 1),
-                                            prefix == "python-clearing");
+                                            prefix == "python-clearing", prefix == "python-change");
 }
 
 }  // namespace
@@ -393,6 +398,7 @@ const std::vector<Alias>& aliases() {
 void register_bridge() {
   register_checkpoint_factory("python", make_python);
   register_checkpoint_factory("python-clearing", make_python);
+  register_checkpoint_factory("python-change", make_python);
   for (const Alias& alias : aliases()) register_checkpoint_alias(alias.name, alias.spec);
 }
 

@@ -1,10 +1,37 @@
 import contextlib
 import importlib
+import logging
 import warnings
 
 import torch
 import _recheck
 
+
+class _OncePerMessage(logging.Filter):
+    """Megatron's log messages, each shown once per process and counted after that: cases draw
+    the CPU generator inside tracker forks on purpose, and Megatron warns at every one ("CPU RNG
+    state changed within GPU RNG context"), hundreds of lines a run."""
+
+    def __init__(self):
+        super().__init__()
+        self.counts = {}
+
+    def filter(self, record):
+        message = record.getMessage()
+        self.counts[message] = self.counts.get(message, 0) + 1
+        return self.counts[message] == 1
+
+
+def _quiet_megatron_logs():
+    handler = logging.StreamHandler()
+    handler.addFilter(_OncePerMessage())
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s (shown once per process)"))
+    megatron = logging.getLogger("megatron")
+    megatron.addHandler(handler)
+    megatron.propagate = False
+
+
+_quiet_megatron_logs()
 _original_cuda = {}
 
 
@@ -45,10 +72,52 @@ def use_megatron_shim(module, enabled):
         module._get_cuda_rng_state, module._set_cuda_rng_state = _original_module[key]
 
 
+def load_file(path):
+    """A .py file as a module of its own, whatever other module shares its code: a base revision's
+    random.py and a head revision's in one process. A file inside a package (folders with
+    __init__.py above it) is loaded into that package, so that its relative imports (random.py's
+    `from .utils import ...`) find the package's other modules where Python finds the package."""
+    import importlib.util
+    import os
+    import sys
+
+    path = os.path.abspath(path)
+    if path in _loaded_files:
+        return _loaded_files[path]
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no file {path}")
+    parts = []
+    folder = os.path.dirname(path)
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        parts.insert(0, os.path.basename(folder))
+        folder = os.path.dirname(folder)
+    package = ".".join(parts)
+    if package:
+        try:
+            importlib.import_module(package)
+        except ImportError as error:
+            raise ImportError(f"{path} belongs to the package {package}, which this Python cannot import "
+                              f"({error}): put its source tree on PYTHONPATH") from error
+    name = (package + "." if package else "") + f"recheck_file_{len(_loaded_files)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = package
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    _loaded_files[path] = module
+    return module
+
+
+_loaded_files = {}
+
+
 def resolve(module_name, attr):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # megatron-core warns about missing Apex and TE on import
-        module = importlib.import_module(module_name)
+        if module_name.endswith(".py"):
+            module = load_file(module_name)
+        else:
+            module = importlib.import_module(module_name)
     if not hasattr(module, attr):
         raise AttributeError(f"module {module_name} has no attribute {attr}")
     style = "torch" if module_name == "torch.utils.checkpoint" else "megatron"

@@ -7,8 +7,13 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <memory>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "core/case.h"
 #include "core/interpreter.h"
@@ -108,6 +113,80 @@ TEST(Python, the_pr_wrapper_clears_what_the_released_function_keeps) {
   const PropertyResult released_result = result(*released, "grad-released");
   EXPECT_FALSE(released_result.sut.holds);
   EXPECT_EQ(released_result.classification, Classification::pre_existing);
+}
+
+// The path of megatron-core's random.py for the embedded Python, or "" without megatron-core.
+std::string megatron_random_py() {
+  const std::string command = std::string(RECHECK_PYTHON_EXECUTABLE) +
+                              " -c 'import megatron.core.tensor_parallel.random as r; print(r.__file__)' 2>/dev/null";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  char buffer[4096] = {};
+  const std::size_t n = fread(buffer, 1, sizeof buffer - 1, pipe.get());
+  std::string path(buffer, n);
+  while (!path.empty() && (path.back() == '\n' || path.back() == '\r')) path.pop_back();
+  return path;
+}
+
+// Real patches of megatron-core's random.py, made here from the installed file, each declared as
+// the change (python-change:FILE:CheckpointFunction, no wrapper): the correct one passes, and
+// each mistake fails in one run, by the property its mistake breaks.
+TEST(Python, a_real_patch_declared_as_the_change_is_held_to_its_claims) {
+  const std::string original_path = megatron_random_py();
+  if (original_path.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
+  std::ifstream in(original_path);
+  const std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string collect =
+      "        grads = tuple(inp.grad if isinstance(inp, torch.Tensor) else inp for inp in detached_inputs)\n";
+  ASSERT_NE(original.find(collect), std::string::npos) << "megatron-core's backward changed: " << original_path;
+  const std::string clear_all =
+      "        for inp in detached_inputs:\n            if isinstance(inp, torch.Tensor):\n                inp.grad = None\n";
+  const std::string clear_first =
+      "        if detached_inputs and isinstance(detached_inputs[0], torch.Tensor):\n"
+      "            detached_inputs[0].grad = None\n";
+  struct Patch {
+    std::string name;
+    std::string replacement;          // of the line that collects the gradients
+    std::set<std::string> must_fail;  // properties with a regression in the run
+  };
+  const std::vector<Patch> patches = {
+      {"correct", collect + clear_all, {}},
+      {"clears-nothing", collect, {"grad-released", "memory-floor"}},
+      {"clears-the-first-input-only", collect + clear_first, {"grad-released"}},
+      {"clears-before-collecting", clear_all + collect, {"grads-bitwise"}},
+  };
+  auto oracle = make_checkpoint("nonclearing");
+  for (const Patch& patch : patches) {
+    std::string text = original;
+    text.replace(text.find(collect), collect.size(), patch.replacement);
+    // In a package of the same name, as in a Megatron checkout: its relative imports find the
+    // installed package's other modules.
+    const std::string tree = ::testing::TempDir() + "/patched-" + patch.name;
+    std::filesystem::create_directories(tree + "/megatron/core/tensor_parallel");
+    for (const char* package : {"/megatron", "/megatron/core", "/megatron/core/tensor_parallel"}) {
+      std::ofstream(tree + package + "/__init__.py");
+    }
+    const std::string path = tree + "/megatron/core/tensor_parallel/random.py";
+    std::ofstream(path) << text;
+    auto sut = python_variant("python-change:" + path + ":CheckpointFunction");
+    ASSERT_TRUE(sut) << patch.name;
+    EXPECT_EQ(sut->change_claims(), ChangeClaims::made);
+    const GenOptions options = options_for(GenOptions{}, *sut);
+    std::set<std::string> regressions;
+    int alarms = 0;
+    for (uint64_t seed = 1; seed <= 120; ++seed) {
+      const CaseResult result = check_case(draw_case(options, seed), *oracle, *sut);
+      for (const PropertyResult& r : result.results) {
+        if (r.classification == Classification::regression) regressions.insert(r.property);
+      }
+      alarms += result.has_alarm();
+    }
+    if (patch.must_fail.empty()) {
+      EXPECT_EQ(alarms, 0) << patch.name << ": the correct patch raised alarms";
+    }
+    for (const std::string& property : patch.must_fail) {
+      EXPECT_TRUE(regressions.count(property)) << patch.name << ": no " << property << " regression in 120 cases";
+    }
+  }
 }
 
 // An error raised in a recomputation crosses Megatron's Python backward and the engine with its

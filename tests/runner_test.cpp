@@ -134,6 +134,23 @@ TEST(Hunt, ends_finished_at_its_limit_and_says_why_it_could_not_start) {
   EXPECT_EQ(refused.crashed_case, std::nullopt);
 }
 
+// An exception that escapes a case ends the worker there, and says what it was: `run` reports
+// the text with the case, never a bare exit status.
+TEST(Hunt, an_exception_in_a_case_names_the_case_and_its_text) {
+  std::vector<int64_t> handled;
+  const HuntOutcome outcome = hunt_in_worker(
+      0, {[] {}, [](int64_t i) { return i >= 10; },
+          [](int64_t i) {
+            if (i == 2) throw std::runtime_error("'CudaRNGStatesTracker' object has no attribute '_current_state_name'");
+            return CaseResult{};
+          },
+          [&](int64_t i, const CaseResult&) { handled.push_back(i); }});
+  EXPECT_EQ(handled, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(outcome.crashed_case, std::optional<int64_t>(2));
+  EXPECT_EQ(outcome.status, "exited with status 3");
+  EXPECT_EQ(outcome.error, "'CudaRNGStatesTracker' object has no attribute '_current_state_name'");
+}
+
 // Ctrl-C while the worker is stuck in a case: passed on to the worker, which is killed 0.4 s
 // later; the case in progress is named, and this process is still here to report.
 TEST(Interrupts, a_worker_stuck_in_its_case_is_killed_after_the_grace) {
