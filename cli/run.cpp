@@ -80,6 +80,25 @@ int command_run(const Args& args) {
   std::cerr << "recheck run: sut " << sut->name() << " against oracle " << oracle->name() << ", seed " << seed
             << ", " << (cases > 0 ? std::to_string(cases) + " cases" : "") << (cases > 0 && seconds > 0 ? " or " : "")
             << (seconds > 0 ? std::to_string(seconds) + " s" : "") << ", device " << gen.device << "\n";
+  // Where Python code came from, at once: a typo in PYTHONPATH shows here as the installed copy.
+  json provenance = json::object();
+  std::string code_note;  // the same, in each finding's note
+  for (const auto& [role, variant] : {std::pair<const char*, const CheckpointImplementation*>{"sut", sut.get()},
+                                      {"oracle", oracle.get()}}) {
+    const std::string described = describe_provenance(*variant);
+    if (described.empty()) continue;
+    std::cerr << "  " << role << " " << variant->name() << ": " << described << "\n";
+    code_note += std::string(" | ") + role + " code: " + described;
+    for (const auto& [name, value] : variant->provenance()) provenance[role][name] = value;
+  }
+  // What a replay needs set ("PYTHONPATH=... "), before the command.
+  std::string replay_environment;
+  for (const CheckpointImplementation* variant : {sut.get(), oracle.get()}) {
+    const std::string environment = variant->replay_environment();
+    if (!environment.empty() && replay_environment.find(environment) == std::string::npos) {
+      replay_environment += environment + " ";
+    }
+  }
 
   runner::stop_on_interrupt();
   Summary summary;
@@ -108,11 +127,12 @@ int command_run(const Args& args) {
       const std::string file =
           save_finding(draw_case(gen, draw_seed), out_dir, seed, index, sut->name(), property, classification,
                        classification + " " + property + " (sut " + sut->name() + ", oracle " + oracle->name() +
-                           "): sut: " + sut_text + " | oracle: " + oracle_text);
+                           "): sut: " + sut_text + " | oracle: " + oracle_text + code_note);
       finding["file"] = file;
       if (alarm) {
         std::cerr << classification << ": " << property << " in case " << index << " (draw seed " << draw_seed
-                  << ")\n    sut: " << sut_text << "\n    oracle: " << oracle_text << "\n    replay: recheck repro "
+                  << ")\n    sut: " << sut_text << "\n    oracle: " << oracle_text << "\n    replay: "
+                  << replay_environment << "recheck repro "
                   << file << " --sut " << sut->name() << " --oracle " << oracle->name() << "\n";
       }
     }
@@ -231,6 +251,7 @@ int command_run(const Args& args) {
                    {"error", worker_failed.empty() ? json() : json(worker_failed)},
                    {"summary", summary.to_json()},
                    {"findings", findings}};
+    if (!provenance.empty()) report["provenance"] = provenance;
     write_json_report(args.get("json", "-"), report);
   }
   if (summary.alarms() + crashes > 0) return 1;

@@ -57,6 +57,12 @@ bool python_bridge_built() { return factories().count("python") != 0; }
 
 void register_checkpoint_alias(const std::string& alias, const std::string& name) { aliases()[alias] = name; }
 
+std::string describe_provenance(const CheckpointImplementation& implementation) {
+  std::string text;
+  for (const auto& [name, value] : implementation.provenance()) text += (text.empty() ? "" : ", ") + name + " " + value;
+  return text;
+}
+
 std::string resolve_checkpoint_alias(const std::string& name) {
   const auto alias = aliases().find(name);
   return alias == aliases().end() ? name : alias->second;

@@ -6,6 +6,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/value.h"
 
@@ -55,6 +57,12 @@ class CheckpointImplementation {
   // Allocations are compared only between runs of the same code: another code base allocates
   // its own way, which says nothing about the change (properties/properties.h).
   virtual std::string code() const { return "recheck's C++ port of Megatron's CheckpointFunction"; }
+  // Where its code came from, as name and value pairs, for the run's header, its JSON report
+  // and each finding: a Python variant's module file, its package's version, the git commit of
+  // a checkout it sits in, torch's and Python's versions. Empty for recheck's own C++ code.
+  virtual std::vector<std::pair<std::string, std::string>> provenance() const { return {}; }
+  // What the environment must hold to replay a finding with it ("PYTHONPATH=..."), or "".
+  virtual std::string replay_environment() const { return ""; }
   // Whether it can run a checkpoint that distributes its saved activations.
   virtual bool distributes() const { return true; }
   // The tracker the case's tracker draws and fork ops use while this implementation runs;
@@ -93,6 +101,9 @@ void set_checkpointing(bool value);
 // Before a process checks its first case: the device works here (one small op; none for the
 // CPU) and each implementation can run here (check_process_ready). Throws, naming the cause.
 // Otherwise every case would fail the same way, for a reason that is not the variant's.
+// provenance() in one line, "name value, name value", or "" when it has none.
+std::string describe_provenance(const CheckpointImplementation& implementation);
+
 void check_ready_to_run(bool on_cuda, const CheckpointImplementation& oracle, const CheckpointImplementation& sut);
 
 }  // namespace recheck

@@ -276,6 +276,24 @@ class PythonCheckpoint : public CheckpointImplementation {
   std::string name() const override { return name_; }
   std::string code() const override { return code_; }
 
+  std::vector<std::pair<std::string, std::string>> provenance() const override {
+    py::gil_scoped_acquire gil;
+    std::vector<std::pair<std::string, std::string>> pairs;
+    try {
+      for (py::handle pair : Interpreter::get().bridge().attr("provenance")(module_)) {
+        pairs.emplace_back(py::str(pair[py::int_(0)]), py::str(pair[py::int_(1)]));
+      }
+    } catch (const py::error_already_set& e) {
+      pairs.emplace_back("provenance", std::string("unknown: ") + to_cpp(e).what());
+    }
+    return pairs;
+  }
+
+  std::string replay_environment() const override {
+    const char* path = std::getenv("PYTHONPATH");
+    return path != nullptr && *path != '\0' ? std::string("PYTHONPATH=") + path : "";
+  }
+
   Values apply(const RunFunction& run_function, bool distribute_saved_activations, const Values& args) override {
     py::gil_scoped_acquire gil;
     try {

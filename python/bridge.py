@@ -122,7 +122,65 @@ def resolve(module_name, attr):
         raise AttributeError(f"module {module_name} has no attribute {attr}")
     style = "torch" if module_name == "torch.utils.checkpoint" else "megatron"
     has_tracker = hasattr(module, "get_cuda_rng_tracker") and hasattr(module, "model_parallel_cuda_manual_seed")
+    if has_tracker:
+        check_tracker(module)
     return module, getattr(module, attr), style, has_tracker
+
+
+def provenance(module):
+    """Where a variant's code came from: its module's file, the version of the distribution that
+    installed the package (which may not be where the file is: a source tree on PYTHONPATH), the
+    git commit of a checkout the file sits in (and whether the file differs from it), and the
+    versions of torch and Python. Pairs of strings."""
+    import importlib.metadata
+    import os
+    import subprocess
+    import sys
+
+    pairs = []
+    path = os.path.abspath(getattr(module, "__file__", "") or "")
+    pairs.append(("module file", path or "(none)"))
+    top = module.__name__.split(".")[0]
+    for dist in importlib.metadata.packages_distributions().get(top, []):
+        try:
+            dist_files = importlib.metadata.distribution(dist)
+            version = dist_files.version
+            root = os.path.abspath(str(dist_files.locate_file("")))
+            where = "" if path.startswith(root + os.sep) else ", not where the module file is"
+            pairs.append((dist, f"{version} installed{where}"))
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    folder = os.path.dirname(path) if path else ""
+    if folder:
+        try:
+            commit = subprocess.run(["git", "-C", folder, "rev-parse", "HEAD"], capture_output=True, text=True,
+                                    timeout=10)
+            if commit.returncode == 0:
+                changed = subprocess.run(["git", "-C", folder, "status", "--porcelain", "--", path],
+                                         capture_output=True, text=True, timeout=10).stdout.strip()
+                pairs.append(("git", commit.stdout.strip()[:12] + (" with the file changed" if changed else "")))
+        except (OSError, subprocess.SubprocessError):
+            pass
+    pairs.append(("torch", torch.__version__))
+    pairs.append(("python", sys.version.split()[0]))
+    return pairs
+
+
+# What the bridge reads of Megatron's CudaRNGStatesTracker: megatron-core 0.15 and later have it
+# (0.12 to 0.14 keep no current state name).
+SUPPORTED_TRACKER = "megatron-core 0.15 or later (tested: 0.16.1)"
+
+
+def check_tracker(module):
+    """Refuses, before any case, a module whose tracker the bridge cannot read, naming what is
+    missing and what is supported: otherwise every case would fail the same way."""
+    tracker = module.get_cuda_rng_tracker()
+    missing = [name for name in ("states_", "_current_state_name", "fork", "add") if not hasattr(tracker, name)]
+    if missing:
+        version = dict(provenance(module)).get("megatron-core", "of unknown version")
+        raise ImportError(f"{module.__name__}: its CudaRNGStatesTracker ({type(tracker).__name__}) has no "
+                          f"{', '.join(missing)}, which recheck reads the tracker's states through; supported: "
+                          f"{SUPPORTED_TRACKER}; found megatron-core {version}")
 
 
 def as_tuple(outputs):

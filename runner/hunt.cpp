@@ -27,6 +27,7 @@ HuntOutcome hunt_in_worker(int64_t first, const WorkerHunt& hunt) {
           for (int64_t index = first; !hunt.should_stop(index); ++index) {
             pending += "start " + std::to_string(index) + " " + std::to_string(oom_kills()) + "\n";
             write_all(out, pending);
+            pending.clear();  // sent: an exception in this case must not send it again
             json line = to_json(hunt.check(index));
             line["case"] = index;
             pending = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";

@@ -189,6 +189,42 @@ TEST(Python, a_real_patch_declared_as_the_change_is_held_to_its_claims) {
   }
 }
 
+// A Megatron whose tracker the bridge cannot read (megatron-core 0.12 to 0.14 keep no current
+// state name) is refused when the variant is made, before any case, naming what is missing and
+// what is supported; `recheck run` exits 2 with that line instead of crashing every case.
+TEST(Python, a_tracker_the_bridge_cannot_read_is_refused_before_any_case) {
+  const std::string path = ::testing::TempDir() + "/old_megatron_random.py";
+  std::ofstream(path) << "import torch\n"
+                         "class CudaRNGStatesTracker:\n"
+                         "    def __init__(self):\n"
+                         "        self.states_ = {}\n"
+                         "    def add(self, name, seed): pass\n"
+                         "    def fork(self, name='model-parallel-rng'): pass\n"
+                         "_TRACKER = CudaRNGStatesTracker()\n"
+                         "def get_cuda_rng_tracker(): return _TRACKER\n"
+                         "def model_parallel_cuda_manual_seed(seed): pass\n"
+                         "class CheckpointFunction(torch.autograd.Function): pass\n";
+  python::register_bridge();
+  try {
+    make_checkpoint("python-change:" + path + ":CheckpointFunction");
+    ADD_FAILURE() << "an unreadable tracker was accepted";
+  } catch (const std::invalid_argument& error) {
+    const std::string what = error.what();
+    EXPECT_NE(what.find("has no _current_state_name"), std::string::npos) << what;
+    EXPECT_NE(what.find("supported: megatron-core 0.15 or later"), std::string::npos) << what;
+  }
+  const std::string command = std::string(RECHECK_BINARY) + " run --cases 5 --sut python-change:" + path +
+                              ":CheckpointFunction --out " + ::testing::TempDir() + "/old-findings 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  std::string output;
+  char buffer[4096];
+  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe.get())) > 0;) output.append(buffer, n);
+  const int status = pclose(pipe.release());
+  EXPECT_EQ(WEXITSTATUS(status), 2) << output;
+  EXPECT_NE(output.find("has no _current_state_name"), std::string::npos) << output;
+  EXPECT_EQ(output.find("crash"), std::string::npos) << output;
+}
+
 // An error raised in a recomputation crosses Megatron's Python backward and the engine with its
 // Python type and message: errors-match compares them with eager mode's.
 TEST(Python, errors_cross_python_with_their_type_and_message) {
