@@ -10,6 +10,7 @@
 #include "core/case.h"
 #include "properties/corpus.h"
 #include "properties/generator.h"
+#include "properties/junit.h"
 #include "properties/report.h"
 #include "runner/case_worker.h"
 #include "runner/hunt.h"
@@ -38,6 +39,8 @@ options:
   --max-ops N       most ops per segment (default 6)
   --out DIR         folder for failing cases as JSON (default: recheck-findings)
   --json FILE       write a machine-readable report ('-' for standard output)
+  --junit FILE      write the verdicts as JUnit XML for a CI system: a test case per property,
+                    failed by its regressions and divergences, and one for crashes
   --quiet           no progress lines
   --threads N       torch's intra-op threads for the checks (default, or 0: torch's own choice)
   --cpu-memory-budget B  on CPU, refuse allocations beyond B bytes per run, as a device of
@@ -72,7 +75,7 @@ int command_run(const Args& args) {
                             : static_cast<uint64_t>(std::random_device{}() % 1000000000ULL);
   const std::string out_dir = args.get("out", "recheck-findings");
   check_output_folder(out_dir, "--out");
-  check_output_files(args, {"json"});
+  check_output_files(args, {"json", "junit"});
   const int64_t threads = args.number("threads", 0, 0, 1024);
   RunOptions run_options;
   run_options.cpu_memory_budget = args.number("cpu-memory-budget", 0, 0, INT64_MAX / 2);
@@ -235,7 +238,7 @@ int command_run(const Args& args) {
     }
     std::cout << "\n";
   }
-  if (args.has("json")) {
+  if (args.has("json") || args.has("junit")) {
     json report = {{"tool", "recheck"},
                    {"command", "run"},
                    {"sut", sut->name()},
@@ -252,7 +255,8 @@ int command_run(const Args& args) {
                    {"summary", summary.to_json()},
                    {"findings", findings}};
     if (!provenance.empty()) report["provenance"] = provenance;
-    write_json_report(args.get("json", "-"), report);
+    if (args.has("json")) write_json_report(args.get("json", "-"), report);
+    if (args.has("junit")) write_file_atomically(args.get("junit", ""), junit_xml(report));
   }
   if (summary.alarms() + crashes > 0) return 1;
   return worker_failed.empty() ? 0 : 2;
@@ -260,6 +264,6 @@ int command_run(const Args& args) {
 
 }  // namespace
 
-const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate"}, {"sut", "oracle", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "threads", "cpu-memory-budget"}, command_run, false};
+const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate"}, {"sut", "oracle", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "junit", "threads", "cpu-memory-budget"}, command_run, false};
 
 }  // namespace recheck::cli

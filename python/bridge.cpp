@@ -238,6 +238,7 @@ class PythonCheckpoint : public CheckpointImplementation {
       function_ = resolved[1];
       style_ = py::str(resolved[2]);
       has_tracker_ = resolved[3].cast<bool>();
+      code_ = "Python " + std::string(py::str(resolved[4])) + ":" + attr;
       if (clearing) {
         if (style_ != "megatron" || !py::hasattr(function_, "apply") || !py::hasattr(module_, "detach_variable")) {
           throw std::invalid_argument("python-clearing: " + module_name + ":" + attr +
@@ -377,7 +378,9 @@ class PythonCheckpoint : public CheckpointImplementation {
   }
 
   std::string name_;
-  std::string code_;  // "Python MODULE:ATTR": the same for the clearing wrapper of it
+  // "Python MODULE:ATTR", MODULE the module's name even when it came from a file: the same for
+  // the clearing wrapper of it and for every revision of the file.
+  std::string code_;
   bool clearing_ = false;
   bool claims_ = false;
   py::object module_;

@@ -72,6 +72,33 @@ def use_megatron_shim(module, enabled):
         module._get_cuda_rng_state, module._set_cuda_rng_state = _original_module[key]
 
 
+def package_of(folder):
+    """The package a folder is, as Python imports it: the longest dotted name made of the folder's
+    name and its parents' (identifiers all) that Python can import. A namespace package (the
+    megatron of the megatron-core wheel has no __init__.py) counts. "" when none is importable;
+    an error naming the package when the folder is a regular package (it has __init__.py) that
+    Python cannot import."""
+    import importlib.util
+    import os
+
+    names = []
+    while folder and os.path.basename(folder).isidentifier() and len(names) < 8:
+        names.insert(0, os.path.basename(folder))
+        folder = os.path.dirname(folder)
+    for start in range(len(names)):
+        candidate = ".".join(names[start:])
+        try:
+            if importlib.util.find_spec(candidate) is not None:
+                importlib.import_module(candidate)
+                return candidate
+        except (ImportError, ValueError):
+            continue
+    if names and os.path.isfile(os.path.join(folder, *names, "__init__.py")):
+        raise ImportError(f"{os.path.join(folder, *names)} is the package {names[-1]}, which this Python cannot "
+                          f"import: put its source tree on PYTHONPATH")
+    return ""
+
+
 def load_file(path):
     """A .py file as a module of its own, whatever other module shares its code: a base revision's
     random.py and a head revision's in one process. A file inside a package (folders with
@@ -86,18 +113,7 @@ def load_file(path):
         return _loaded_files[path]
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no file {path}")
-    parts = []
-    folder = os.path.dirname(path)
-    while os.path.isfile(os.path.join(folder, "__init__.py")):
-        parts.insert(0, os.path.basename(folder))
-        folder = os.path.dirname(folder)
-    package = ".".join(parts)
-    if package:
-        try:
-            importlib.import_module(package)
-        except ImportError as error:
-            raise ImportError(f"{path} belongs to the package {package}, which this Python cannot import "
-                              f"({error}): put its source tree on PYTHONPATH") from error
+    package = package_of(os.path.dirname(path))
     name = (package + "." if package else "") + f"recheck_file_{len(_loaded_files)}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -124,7 +140,15 @@ def resolve(module_name, attr):
     has_tracker = hasattr(module, "get_cuda_rng_tracker") and hasattr(module, "model_parallel_cuda_manual_seed")
     if has_tracker:
         check_tracker(module)
-    return module, getattr(module, attr), style, has_tracker
+    # The code's name, whatever file it was loaded from: two revisions of megatron-core's
+    # random.py (a base and a head) are the same code, whose allocations recheck compares.
+    logical = module_name
+    if module_name.endswith(".py"):
+        import os
+
+        stem = os.path.splitext(os.path.basename(module_name))[0]
+        logical = (module.__package__ + "." if module.__package__ else "") + stem
+    return module, getattr(module, attr), style, has_tracker, logical
 
 
 def provenance(module):

@@ -115,6 +115,17 @@ TEST(Python, the_pr_wrapper_clears_what_the_released_function_keeps) {
   EXPECT_EQ(released_result.classification, Classification::pre_existing);
 }
 
+// Runs a shell command: its exit code and its output, standard error merged.
+std::pair<int, std::string> test_shell_run(const std::string& command_line) {
+  const std::string command = command_line + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  std::string output;
+  char buffer[4096];
+  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe.get())) > 0;) output.append(buffer, n);
+  const int status = pclose(pipe.release());
+  return {WEXITSTATUS(status), output};
+}
+
 // The path of megatron-core's random.py for the embedded Python, or "" without megatron-core.
 std::string megatron_random_py() {
   const std::string command = std::string(RECHECK_PYTHON_EXECUTABLE) +
@@ -189,6 +200,49 @@ TEST(Python, a_real_patch_declared_as_the_change_is_held_to_its_claims) {
   }
 }
 
+// tools/gate-pr on one checkout and two revisions, as a Megatron fork's CI runs it: a head that
+// clears correctly passes against its base (exit 0), a head that clears nothing fails (exit 1),
+// and each run leaves its JSON and JUnit XML reports.
+TEST(Python, the_pull_request_gate_passes_a_correct_head_and_fails_a_broken_one) {
+  const std::string original_path = megatron_random_py();
+  if (original_path.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
+  const std::string package = original_path.substr(0, original_path.find("/megatron/core/")) + "/megatron";
+  const std::string repo = ::testing::TempDir() + "/gate-repo";
+  const std::string file = repo + "/megatron/core/tensor_parallel/random.py";
+  const std::string git = "git -C " + repo + " -c user.email=recheck@test -c user.name=recheck ";
+  const std::string collect =
+      "        grads = tuple(inp.grad if isinstance(inp, torch.Tensor) else inp for inp in detached_inputs)\n";
+  auto commit_head = [&](const std::string& addition) {
+    std::ifstream in(original_path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text.replace(text.find(collect), collect.size(), collect + addition);
+    std::ofstream(file) << text;
+    return system((git + "commit -qam head").c_str());
+  };
+  auto gate = [&](const std::string& out) {
+    return test_shell_run(std::string(RECHECK_SOURCE_DIR) + "/tools/gate-pr --repo " + repo +
+                          " --base HEAD~1 --head HEAD --cases 120 --seconds 0 --recheck " + RECHECK_BINARY + " --out " + out);
+  };
+  ASSERT_EQ(system(("rm -rf " + repo + " && mkdir -p " + repo + " && cp -r " + package + " " + repo + "/ && " + git +
+                    "init -q && " + git + "add -A && " + git + "commit -qm base").c_str()),
+            0);
+  ASSERT_EQ(commit_head("        for inp in detached_inputs:\n            if isinstance(inp, torch.Tensor):\n"
+                        "                inp.grad = None\n"),
+            0);
+  const auto correct = gate(::testing::TempDir() + "/gate-correct");
+  EXPECT_EQ(correct.first, 0) << correct.second;
+  ASSERT_EQ(system((git + "reset -q --hard HEAD~1").c_str()), 0);
+  ASSERT_EQ(commit_head("        pass\n"), 0);
+  const std::string broken_out = ::testing::TempDir() + "/gate-broken";
+  const auto broken = gate(broken_out);
+  EXPECT_EQ(broken.first, 1) << broken.second;
+  std::ifstream xml(broken_out + "/slice.xml");
+  const std::string junit((std::istreambuf_iterator<char>(xml)), std::istreambuf_iterator<char>());
+  EXPECT_NE(junit.find("<testcase classname=\"recheck\" name=\"grad-released\">\n    <failure"), std::string::npos)
+      << junit;
+  EXPECT_TRUE(std::ifstream(broken_out + "/slice.json").good());
+}
+
 // A Megatron whose tracker the bridge cannot read (megatron-core 0.12 to 0.14 keep no current
 // state name) is refused when the variant is made, before any case, naming what is missing and
 // what is supported; `recheck run` exits 2 with that line instead of crashing every case.
@@ -213,14 +267,9 @@ TEST(Python, a_tracker_the_bridge_cannot_read_is_refused_before_any_case) {
     EXPECT_NE(what.find("has no _current_state_name"), std::string::npos) << what;
     EXPECT_NE(what.find("supported: megatron-core 0.15 or later"), std::string::npos) << what;
   }
-  const std::string command = std::string(RECHECK_BINARY) + " run --cases 5 --sut python-change:" + path +
-                              ":CheckpointFunction --out " + ::testing::TempDir() + "/old-findings 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  std::string output;
-  char buffer[4096];
-  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe.get())) > 0;) output.append(buffer, n);
-  const int status = pclose(pipe.release());
-  EXPECT_EQ(WEXITSTATUS(status), 2) << output;
+  const auto [status, output] = test_shell_run(std::string(RECHECK_BINARY) + " run --cases 5 --sut python-change:" + path +
+                                              ":CheckpointFunction --out " + ::testing::TempDir() + "/old-findings");
+  EXPECT_EQ(status, 2) << output;
   EXPECT_NE(output.find("has no _current_state_name"), std::string::npos) << output;
   EXPECT_EQ(output.find("crash"), std::string::npos) << output;
 }
