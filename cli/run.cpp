@@ -88,11 +88,13 @@ int command_run(const Args& args) {
   std::string code_note;  // the same, in each finding's note
   for (const auto& [role, variant] : {std::pair<const char*, const CheckpointImplementation*>{"sut", sut.get()},
                                       {"oracle", oracle.get()}}) {
-    const std::string described = describe_provenance(*variant);
-    if (described.empty()) continue;
+    // Asked once: a Python variant's answer runs git and reads the installed distributions.
+    const Provenance pairs = variant->provenance();
+    if (pairs.empty()) continue;
+    const std::string described = describe_provenance(pairs);
     std::cerr << "  " << role << " " << variant->name() << ": " << described << "\n";
     code_note += std::string(" | ") + role + " code: " + described;
-    for (const auto& [name, value] : variant->provenance()) provenance[role][name] = value;
+    for (const auto& [name, value] : pairs) provenance[role][name] = value;
   }
   // What a replay needs set ("PYTHONPATH=... "), before the command.
   std::string replay_environment;

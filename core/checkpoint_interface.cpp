@@ -57,9 +57,9 @@ bool python_bridge_built() { return factories().count("python") != 0; }
 
 void register_checkpoint_alias(const std::string& alias, const std::string& name) { aliases()[alias] = name; }
 
-std::string describe_provenance(const CheckpointImplementation& implementation) {
+std::string describe_provenance(const Provenance& provenance) {
   std::string text;
-  for (const auto& [name, value] : implementation.provenance()) text += (text.empty() ? "" : ", ") + name + " " + value;
+  for (const auto& [name, value] : provenance) text += (text.empty() ? "" : ", ") + name + " " + value;
   return text;
 }
 

@@ -34,6 +34,9 @@ struct RngSources {
   bool tracker = true;  // Megatron's CudaRNGStatesTracker (and the fork ops that use it)
 };
 
+// Where a variant's code came from: name and value pairs (CheckpointImplementation::provenance).
+using Provenance = std::vector<std::pair<std::string, std::string>>;
+
 // A checkpointed segment's body, called once in forward and again to recompute in backward.
 using RunFunction = std::function<Values(const Values&)>;
 
@@ -60,7 +63,7 @@ class CheckpointImplementation {
   // Where its code came from, as name and value pairs, for the run's header, its JSON report
   // and each finding: a Python variant's module file, its package's version, the git commit of
   // a checkout it sits in, torch's and Python's versions. Empty for recheck's own C++ code.
-  virtual std::vector<std::pair<std::string, std::string>> provenance() const { return {}; }
+  virtual Provenance provenance() const { return {}; }
   // What the environment must hold to replay a finding with it ("PYTHONPATH=..."), or "".
   virtual std::string replay_environment() const { return ""; }
   // Whether it can run a checkpoint that distributes its saved activations.
@@ -101,8 +104,8 @@ void set_checkpointing(bool value);
 // Before a process checks its first case: the device works here (one small op; none for the
 // CPU) and each implementation can run here (check_process_ready). Throws, naming the cause.
 // Otherwise every case would fail the same way, for a reason that is not the variant's.
-// provenance() in one line, "name value, name value", or "" when it has none.
-std::string describe_provenance(const CheckpointImplementation& implementation);
+// Provenance in one line, "name value, name value"; "" when empty.
+std::string describe_provenance(const Provenance& provenance);
 
 void check_ready_to_run(bool on_cuda, const CheckpointImplementation& oracle, const CheckpointImplementation& sut);
 

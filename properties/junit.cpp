@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "properties/corpus.h"
+#include "properties/properties.h"
 
 namespace recheck {
 
@@ -29,8 +30,10 @@ std::string escaped(const std::string& text) {
   return out;
 }
 
-bool is_alarm(const std::string& classification) {
-  return classification == "regression" || classification == "divergent" || classification == kCrash;
+// A finding that fails the gate: a regression, a divergence (is_alarm) or a crash.
+bool fails_the_gate(const std::string& classification) {
+  const std::optional<Classification> c = classification_named(classification);
+  return classification == kCrash || (c && is_alarm(*c));
 }
 
 }  // namespace
@@ -47,7 +50,7 @@ std::string junit_xml(const nlohmann::json& report) {
     std::ostringstream failure_text;
     int alarms = 0;
     for (const nlohmann::json& f : report.at("findings")) {
-      if (f.value("property", "") != property || !is_alarm(f.value("classification", ""))) continue;
+      if (f.value("property", "") != property || !fails_the_gate(f.value("classification", ""))) continue;
       ++alarms;
       failure_text << f.value("classification", "") << " in case " << f.value("case", int64_t{0}) << " (draw seed "
                    << f.value("draw_seed", uint64_t{0}) << ")\n  sut: " << f.value("sut", "")

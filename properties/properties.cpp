@@ -42,6 +42,14 @@ const char* to_string(Classification c) {
   return "?";
 }
 
+std::optional<Classification> classification_named(const std::string& name) {
+  for (const Classification c : {Classification::pass, Classification::regression, Classification::pre_existing,
+                                 Classification::fixed, Classification::divergent, Classification::unreached}) {
+    if (name == to_string(c)) return c;
+  }
+  return std::nullopt;
+}
+
 Classification classify(const Verdict& oracle, const Verdict& sut) {
   if (oracle.holds && sut.holds) return Classification::pass;
   if (oracle.holds) return Classification::regression;

@@ -38,6 +38,8 @@ struct Verdict {
 // reached. Not an alarm.
 enum class Classification { pass, regression, pre_existing, fixed, divergent, unreached };
 const char* to_string(Classification c);
+// The classification to_string names `name`; nothing for any other name.
+std::optional<Classification> classification_named(const std::string& name);
 // oracle holds, sut fails: regression; both fail the same way: pre-existing; and so on.
 Classification classify(const Verdict& oracle, const Verdict& sut);
 // Whether `run` reached the point where `failed` failed in the other run: it completed that

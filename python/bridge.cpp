@@ -277,9 +277,9 @@ class PythonCheckpoint : public CheckpointImplementation {
   std::string name() const override { return name_; }
   std::string code() const override { return code_; }
 
-  std::vector<std::pair<std::string, std::string>> provenance() const override {
+  Provenance provenance() const override {
     py::gil_scoped_acquire gil;
-    std::vector<std::pair<std::string, std::string>> pairs;
+    Provenance pairs;
     try {
       for (py::handle pair : Interpreter::get().bridge().attr("provenance")(module_)) {
         pairs.emplace_back(py::str(pair[py::int_(0)]), py::str(pair[py::int_(1)]));

@@ -18,9 +18,7 @@ Verdict verdict_from(bool holds, const std::string& text) {
 }  // namespace
 
 Classification classification_from(const std::string& name) {
-  for (size_t c = 0; c < kClassificationCount; ++c) {
-    if (name == to_string(static_cast<Classification>(c))) return static_cast<Classification>(c);
-  }
+  if (const std::optional<Classification> c = classification_named(name)) return *c;
   throw std::runtime_error("unknown classification: " + name);
 }
 

@@ -21,6 +21,7 @@
 #include "properties/report.h"
 #include "python/bridge.h"
 #include "suts/checkpoint.h"
+#include "tests/shell.h"
 
 namespace recheck {
 namespace {
@@ -115,25 +116,12 @@ TEST(Python, the_pr_wrapper_clears_what_the_released_function_keeps) {
   EXPECT_EQ(released_result.classification, Classification::pre_existing);
 }
 
-// Runs a shell command: its exit code and its output, standard error merged.
-std::pair<int, std::string> test_shell_run(const std::string& command_line) {
-  const std::string command = command_line + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  std::string output;
-  char buffer[4096];
-  for (std::size_t n; (n = fread(buffer, 1, sizeof buffer, pipe.get())) > 0;) output.append(buffer, n);
-  const int status = pclose(pipe.release());
-  return {WEXITSTATUS(status), output};
-}
-
 // The path of megatron-core's random.py for the embedded Python, or "" without megatron-core.
 std::string megatron_random_py() {
-  const std::string command = std::string(RECHECK_PYTHON_EXECUTABLE) +
-                              " -c 'import megatron.core.tensor_parallel.random as r; print(r.__file__)' 2>/dev/null";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  char buffer[4096] = {};
-  const std::size_t n = fread(buffer, 1, sizeof buffer - 1, pipe.get());
-  std::string path(buffer, n);
+  // Python's warnings (megatron-core's, about Apex and Transformer Engine) kept out of the path.
+  std::string path = test_shell::run_shell("(" + std::string(RECHECK_PYTHON_EXECUTABLE) +
+                                           " -c 'import megatron.core.tensor_parallel.random as r; print(r.__file__)'"
+                                           " 2>/dev/null)").output;
   while (!path.empty() && (path.back() == '\n' || path.back() == '\r')) path.pop_back();
   return path;
 }
@@ -220,7 +208,7 @@ TEST(Python, the_pull_request_gate_passes_a_correct_head_and_fails_a_broken_one)
     return system((git + "commit -qam head").c_str());
   };
   auto gate = [&](const std::string& out) {
-    return test_shell_run(std::string(RECHECK_SOURCE_DIR) + "/tools/gate-pr --repo " + repo +
+    return test_shell::run_shell(std::string(RECHECK_SOURCE_DIR) + "/tools/gate-pr --repo " + repo +
                           " --base HEAD~1 --head HEAD --cases 120 --seconds 0 --recheck " + RECHECK_BINARY + " --out " + out);
   };
   ASSERT_EQ(system(("rm -rf " + repo + " && mkdir -p " + repo + " && cp -r " + package + " " + repo + "/ && " + git +
@@ -230,12 +218,12 @@ TEST(Python, the_pull_request_gate_passes_a_correct_head_and_fails_a_broken_one)
                         "                inp.grad = None\n"),
             0);
   const auto correct = gate(::testing::TempDir() + "/gate-correct");
-  EXPECT_EQ(correct.first, 0) << correct.second;
+  EXPECT_EQ(correct.exit_code, 0) << correct.output;
   ASSERT_EQ(system((git + "reset -q --hard HEAD~1").c_str()), 0);
   ASSERT_EQ(commit_head("        pass\n"), 0);
   const std::string broken_out = ::testing::TempDir() + "/gate-broken";
   const auto broken = gate(broken_out);
-  EXPECT_EQ(broken.first, 1) << broken.second;
+  EXPECT_EQ(broken.exit_code, 1) << broken.output;
   std::ifstream xml(broken_out + "/slice.xml");
   const std::string junit((std::istreambuf_iterator<char>(xml)), std::istreambuf_iterator<char>());
   EXPECT_NE(junit.find("<testcase classname=\"recheck\" name=\"grad-released\">\n    <failure"), std::string::npos)
@@ -267,9 +255,11 @@ TEST(Python, a_tracker_the_bridge_cannot_read_is_refused_before_any_case) {
     EXPECT_NE(what.find("has no _current_state_name"), std::string::npos) << what;
     EXPECT_NE(what.find("supported: megatron-core 0.15 or later"), std::string::npos) << what;
   }
-  const auto [status, output] = test_shell_run(std::string(RECHECK_BINARY) + " run --cases 5 --sut python-change:" + path +
-                                              ":CheckpointFunction --out " + ::testing::TempDir() + "/old-findings");
-  EXPECT_EQ(status, 2) << output;
+  const test_shell::Result run = test_shell::run_shell(std::string(RECHECK_BINARY) + " run --cases 5 --sut python-change:" +
+                                                       path + ":CheckpointFunction --out " + ::testing::TempDir() +
+                                                       "/old-findings");
+  const std::string& output = run.output;
+  EXPECT_EQ(run.exit_code, 2) << output;
   EXPECT_NE(output.find("has no _current_state_name"), std::string::npos) << output;
   EXPECT_EQ(output.find("crash"), std::string::npos) << output;
 }
