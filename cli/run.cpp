@@ -62,6 +62,8 @@ int command_run(const Args& args) {
   const std::string oracle_name = args.get("oracle", "nonclearing");
   const std::unique_ptr<CheckpointImplementation> sut = make_variant(sut_name);
   const std::unique_ptr<CheckpointImplementation> oracle = make_variant(oracle_name);
+  // What importing the variants' code logged here (taken, so that no worker inherits it).
+  LoggedCounts logged = take_logged();
   GenOptions gen;
   gen.device = device_option(args);
   gen.max_depth = static_cast<int>(args.number("max-depth", gen.max_depth, 0, 16));
@@ -222,6 +224,8 @@ int command_run(const Args& args) {
     std::cout << "skipped: " << summary.skipped() << " cases too large for the memory (first, " << first_skipped
               << ")\n";
   }
+  add_logged(logged, summary.logged());
+  std::cout << logged_summary(logged);
   if (crashes > 0) std::cout << "crashes: " << crashes << " cases crashed the worker process\n";
   if (!worker_failed.empty()) {
     std::cout << "ERROR: " << worker_failed << "\n";
@@ -257,6 +261,7 @@ int command_run(const Args& args) {
                    {"summary", summary.to_json()},
                    {"findings", findings}};
     if (!provenance.empty()) report["provenance"] = provenance;
+    if (!logged.empty()) report["logged"] = logged;
     if (args.has("json")) write_json_report(args.get("json", "-"), report);
     if (args.has("junit")) write_file_atomically(args.get("junit", ""), junit_xml(report));
   }

@@ -66,8 +66,11 @@ class CheckpointImplementation {
   virtual Provenance provenance() const { return {}; }
   // What the environment must hold to replay a finding with it ("PYTHONPATH=..."), or "".
   virtual std::string replay_environment() const { return ""; }
-  // Whether it can run a checkpoint that distributes its saved activations.
-  virtual bool distributes() const { return true; }
+  // Whether it can run a checkpoint that distributes its saved activations, on the device.
+  virtual bool distributes(bool on_cuda) const {
+    (void)on_cuda;
+    return true;
+  }
   // The tracker the case's tracker draws and fork ops use while this implementation runs;
   // null: recheck's own (core/rng.h).
   virtual const rng::TrackerHooks* tracker() const { return nullptr; }
@@ -75,6 +78,10 @@ class CheckpointImplementation {
   // variant), and putting it down before a run.
   virtual bool checkpointing_flag() const;
   virtual void reset_checkpointing_flag();
+  // Waits until work it started on threads of its own has let go of the run's tensors (a
+  // collective, on gloo's worker thread), before recheck reads what the run holds: otherwise a
+  // block freed a moment late would count as held.
+  virtual void settle() {}
   // Called once in a process that is about to check cases (recheck run's worker), before the
   // first: throws, naming the cause, when the implementation cannot run in this process.
   virtual void check_process_ready(bool on_cuda) const { (void)on_cuda; }
@@ -101,12 +108,12 @@ std::string resolve_checkpoint_alias(const std::string& name);
 bool is_checkpointing();
 void set_checkpointing(bool value);
 
-// Before a process checks its first case: the device works here (one small op; none for the
-// CPU) and each implementation can run here (check_process_ready). Throws, naming the cause.
-// Otherwise every case would fail the same way, for a reason that is not the variant's.
 // Provenance in one line, "name value, name value"; "" when empty.
 std::string describe_provenance(const Provenance& provenance);
 
+// Before a process checks its first case: the device works here (one small op; none for the
+// CPU) and each implementation can run here (check_process_ready). Throws, naming the cause.
+// Otherwise every case would fail the same way, for a reason that is not the variant's.
 void check_ready_to_run(bool on_cuda, const CheckpointImplementation& oracle, const CheckpointImplementation& sut);
 
 }  // namespace recheck

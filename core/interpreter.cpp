@@ -565,6 +565,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
       if (!allocations->overflowed()) interpreter.name_allocations(made, record.allocations);
     }
     if (measure) {
+      implementation.settle();
       record.memory.measured = true;
       record.memory.floor = held();
       record.memory.peak = peak();

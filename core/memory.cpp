@@ -5,8 +5,11 @@
 #include <cstdint>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
 #include <utility>
+
+#include <sys/prctl.h>
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
@@ -22,6 +25,19 @@ namespace {
 constexpr uint8_t kPriority = 100;
 
 thread_local bool t_uncounted = false;
+
+// Whether this thread is a worker of a gloo process group: recheck's tensor-parallel group for
+// Python variants (core/tensor_parallel.h). What a collective allocates there (gloo's flat copy
+// of an all-gather's output) is the communication library's, not the checkpoint code's: on a GPU
+// NCCL keeps such buffers outside PyTorch's allocator, and recheck's C++ port, whose gather
+// writes straight into its output, allocates none. libtorch names these threads.
+bool on_collective_thread() {
+  thread_local const bool collective = [] {
+    char name[17] = {};
+    return prctl(PR_GET_NAME, name) == 0 && std::string(name).rfind("pt_gloo", 0) == 0;
+  }();
+  return collective;
+}
 
 std::atomic<int> g_scope{0};
 std::atomic<uint64_t> g_run{0};  // begin_run's count: the run every block made now belongs to
@@ -58,7 +74,8 @@ class CountingAllocator final : public c10::Allocator {
   c10::DataPtr allocate(size_t n) RECHECK_ALLOCATE_CONST override {
     const bool open = window_open_.load();
     // A run nothing measures (the eager run) makes blocks no probe will ever credit.
-    const bool counted = !t_uncounted && (open || g_run_measured.load(std::memory_order_relaxed));
+    const bool counted =
+        !t_uncounted && !on_collective_thread() && (open || g_run_measured.load(std::memory_order_relaxed));
     if (counted && open && budget_ > 0 && current_.load() + static_cast<int64_t>(n) > budget_) {
       C10_THROW_ERROR(OutOfMemoryError, "recheck: allocating " + std::to_string(n) + " bytes would exceed the CPU memory budget of " +
                                             std::to_string(budget_) + " bytes (" + std::to_string(current_.load()) + " in use)");

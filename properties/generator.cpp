@@ -17,7 +17,7 @@ GenOptions options_for(GenOptions options, const CheckpointImplementation& sut) 
   const RngSources sources = sut.rng_sources(options.device == "cuda");
   options.device_rng = options.device_rng && sources.device;
   options.tracker_rng = options.tracker_rng && sources.tracker;
-  if (!sut.distributes()) options.distribute_one_in = 0;
+  if (!sut.distributes(options.device == "cuda")) options.distribute_one_in = 0;
   return options;
 }
 

@@ -68,6 +68,7 @@ CaseResult check_case(const Case& c, CheckpointImplementation& oracle, Checkpoin
     eager_observed = run_case(c, eager, eager_options);
     result = result_of();
   }
+  result.logged = take_logged();
   return result;
 }
 
@@ -121,6 +122,18 @@ void Summary::add(const CaseResult& result) {
   ++cases_;
   if (!result.skipped.empty()) ++skipped_;
   for (const PropertyResult& r : result.results) ++counts_[r.property][static_cast<size_t>(r.classification)];
+  add_logged(logged_, result.logged);
+}
+
+std::string logged_summary(const LoggedCounts& logged) {
+  if (logged.empty()) return "";
+  int64_t total = 0;
+  for (const auto& [message, times] : logged) total += times;
+  std::ostringstream out;
+  out << "logged by the code under test: " << total << (total == 1 ? " message" : " messages")
+      << " (counted, not shown as they came)\n";
+  for (const auto& [message, times] : logged) out << std::setw(9) << times << "  " << message << "\n";
+  return out.str();
 }
 
 int64_t Summary::count(Classification c) const {

@@ -10,6 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/case.h"
+#include "core/logged.h"
 #include "properties/generator.h"
 #include "properties/properties.h"
 
@@ -21,6 +22,8 @@ struct CaseResult {
   // Set when a run ran out of memory: the case is too large for the device (or the CPU
   // budget), so no property was checked. Not a failure.
   std::string skipped;
+  // What the code under test logged while the case ran (core/logged.h), counted.
+  LoggedCounts logged;
   bool has_alarm() const;
   const PropertyResult* first_alarm() const;  // the first regression or divergence; null when none
   bool all_pass() const;
@@ -72,11 +75,18 @@ class Summary {
   int64_t alarms() const { return count(Classification::regression) + count(Classification::divergent); }
   std::string table() const;
   nlohmann::json to_json() const;
+  // What the code under test logged over all the cases added.
+  const LoggedCounts& logged() const { return logged_; }
 
  private:
   int64_t cases_ = 0;
   int64_t skipped_ = 0;
+  LoggedCounts logged_;
   std::map<std::string, std::array<int64_t, kClassificationCount>> counts_;
 };
+
+// The end of a run's report: how many messages the code under test logged, and each message with
+// its count; "" when none.
+std::string logged_summary(const LoggedCounts& logged);
 
 }  // namespace recheck

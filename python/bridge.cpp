@@ -18,10 +18,13 @@
 #include <torch/version.h>
 
 #include "core/errors.h"
+#include "core/logged.h"
+#include "core/memory.h"
 #include "embedded/bridge_py.h"
 #include "embedded/pr_wrapper_py.h"
 #include "suts/checkpoint.h"
 #include "core/rng.h"
+#include "core/tensor_parallel.h"
 
 namespace py = pybind11;
 
@@ -238,6 +241,7 @@ class PythonCheckpoint : public CheckpointImplementation {
       function_ = resolved[1];
       style_ = py::str(resolved[2]);
       has_tracker_ = resolved[3].cast<bool>();
+      distributes_ = resolved[5].cast<bool>();
       code_ = "Python " + std::string(py::str(resolved[4])) + ":" + attr;
       if (clearing) {
         if (style_ != "megatron" || !py::hasattr(function_, "apply") || !py::hasattr(module_, "detach_variable")) {
@@ -298,6 +302,9 @@ class PythonCheckpoint : public CheckpointImplementation {
   Values apply(const RunFunction& run_function, bool distribute_saved_activations, const Values& args) override {
     py::gil_scoped_acquire gil;
     try {
+      // Started before the first case where recheck checks cases (check_process_ready); a
+      // caller that did not (a test calling check_case) gets one rank here.
+      if (distribute_saved_activations && distributes_ && !tensor_parallel_started_) start_tensor_parallel();
       py::tuple py_args(args.size());
       for (size_t i = 0; i < args.size(); ++i) py_args[i] = to_python(args[i]);
       py::object body = py::cast(Body{run_function});
@@ -323,8 +330,21 @@ class PythonCheckpoint : public CheckpointImplementation {
     return style_ == "megatron" ? ChangeClaims::like_oracle : ChangeClaims::not_applicable;
   }
 
-  // Megatron's split and gather need a tensor-parallel group; PyTorch's has no such option.
-  bool distributes() const override { return false; }
+  // Megatron's split and gather, over a torch.distributed group that check_process_ready starts
+  // (gloo, on CPU tensors); PyTorch's checkpoint has no such option. Not on a GPU: gloo's
+  // all-gather of CUDA tensors has not been tried there (docs/python.md).
+  bool distributes(bool on_cuda) const override { return distributes_ && !on_cuda; }
+
+  void settle() override {
+    if (!distributes_) return;
+    const memory::Uncounted harness;  // what the all-reduce that settles allocates is recheck's
+    py::gil_scoped_acquire gil;
+    try {
+      Interpreter::get().bridge().attr("settle")();
+    } catch (const py::error_already_set& e) {
+      throw to_cpp(e);
+    }
+  }
 
   const rng::TrackerHooks* tracker() const override { return has_tracker_ ? &hooks_ : nullptr; }
 
@@ -339,16 +359,25 @@ class PythonCheckpoint : public CheckpointImplementation {
   }
 
   void check_process_ready(bool on_cuda) const override {
-    if (!on_cuda) return;
     py::gil_scoped_acquire gil;
     try {
-      Interpreter::get().bridge().attr("cuda_ready")();
+      if (on_cuda) Interpreter::get().bridge().attr("cuda_ready")();
+      if (distributes(on_cuda)) start_tensor_parallel();
     } catch (const py::error_already_set& e) {
       throw std::runtime_error("variant '" + name_ + "': " + to_cpp(e).what());
     }
   }
 
  private:
+  // With the GIL held. Recheck's own: nothing it allocates counts as a run's.
+  void start_tensor_parallel() const {
+    const memory::Uncounted harness;
+    const TensorParallelRank& rank = tensor_parallel_rank();
+    Interpreter::get().bridge().attr("start_tensor_parallel")(module_, rank.rank, rank.world_size, rank.address,
+                                                               rank.timeout_seconds);
+    tensor_parallel_started_ = true;
+  }
+
   void fork(const std::string& state, const std::function<void()>& body) {
     PyObject* context = nullptr;
     {
@@ -387,6 +416,8 @@ class PythonCheckpoint : public CheckpointImplementation {
   py::object function_;
   std::string style_;
   bool has_tracker_ = false;
+  bool distributes_ = false;
+  mutable bool tensor_parallel_started_ = false;
   rng::TrackerHooks hooks_;
 };
 
@@ -431,5 +462,10 @@ PYBIND11_EMBEDDED_MODULE(_recheck, m) {
   m.def("device_set_state",
         [](py::object state) { rng::set_state(rng::device_generator(), python::unpack(state, "set_rng_state")); });
   m.def("device_manual_seed", [](uint64_t seed) { rng::manual_seed(rng::device_generator(), seed); });
+  m.def("call_uncounted", [](const py::function& function, const py::args& args, const py::kwargs& kwargs) {
+    const memory::Uncounted scope;
+    return function(*args, **kwargs);
+  });
+  m.def("count_logged", [](const std::string& message) { count_logged(message); });
   py::class_<python::Body>(m, "Body").def("__call__", &python::Body::call);
 }

@@ -7,31 +7,32 @@ import torch
 import _recheck
 
 
-class _OncePerMessage(logging.Filter):
-    """Megatron's log messages, each shown once per process and counted after that: cases draw
+class _Counted(logging.Handler):
+    """Megatron's log records, counted by recheck instead of printed (core/logged.h): cases draw
     the CPU generator inside tracker forks on purpose, and Megatron warns at every one ("CPU RNG
-    state changed within GPU RNG context"), hundreds of lines a run."""
+    state changed within GPU RNG context"), hundreds of lines a run. Each run summarizes them
+    once, at its end."""
 
-    def __init__(self):
-        super().__init__()
-        self.counts = {}
-
-    def filter(self, record):
-        message = record.getMessage()
-        self.counts[message] = self.counts.get(message, 0) + 1
-        return self.counts[message] == 1
+    def emit(self, record):
+        _recheck.count_logged(f"{record.name} {record.levelname}: {record.getMessage()}")
 
 
-def _quiet_megatron_logs():
-    handler = logging.StreamHandler()
-    handler.addFilter(_OncePerMessage())
-    handler.setFormatter(logging.Formatter("%(name)s: %(message)s (shown once per process)"))
+def _count_warning(message, category, filename, lineno, file=None, line=None):
+    import os
+
+    _recheck.count_logged(f"{category.__name__} ({os.path.basename(filename)}:{lineno}): {message}")
+
+
+def _count_what_python_logs():
     megatron = logging.getLogger("megatron")
-    megatron.addHandler(handler)
+    megatron.addHandler(_Counted())
     megatron.propagate = False
+    # Every warning a case's Python code raises is counted, not only the first from each place.
+    warnings.showwarning = _count_warning
+    warnings.simplefilter("always")
 
 
-_quiet_megatron_logs()
+_count_what_python_logs()
 _original_cuda = {}
 
 
@@ -41,7 +42,7 @@ def use_cpu_device_shim(enabled):
     targets = [(torch.cuda, "get_rng_state"), (torch.cuda, "set_rng_state"), (torch.cuda, "manual_seed"),
                (torch.cuda, "manual_seed_all"), (torch.cuda.random, "get_rng_state"),
                (torch.cuda.random, "set_rng_state"), (torch.cuda.random, "manual_seed"),
-               (torch.cuda.random, "manual_seed_all")]
+               (torch.cuda.random, "manual_seed_all"), (torch.cuda, "current_device")]
     if not _original_cuda:
         for owner, name in targets:
             _original_cuda[(owner, name)] = getattr(owner, name)
@@ -50,6 +51,8 @@ def use_cpu_device_shim(enabled):
         "set_rng_state": lambda new_state, device="cuda": _recheck.device_set_state(new_state),
         "manual_seed": lambda seed: _recheck.device_manual_seed(int(seed)),
         "manual_seed_all": lambda seed: _recheck.device_manual_seed(int(seed)),
+        # Megatron's split and gather make their buffers on torch.cuda.current_device().
+        "current_device": lambda: torch.device("cpu"),
     }
     for owner, name in targets:
         setattr(owner, name, shim[name] if enabled else _original_cuda[(owner, name)])
@@ -128,12 +131,22 @@ _loaded_files = {}
 
 
 def resolve(module_name, attr):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # megatron-core warns about missing Apex and TE on import
-        if module_name.endswith(".py"):
-            module = load_file(module_name)
-        else:
-            module = importlib.import_module(module_name)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # megatron-core warns about missing Apex and TE on import
+            if module_name.endswith(".py"):
+                module = load_file(module_name)
+            else:
+                module = importlib.import_module(module_name)
+    except Exception as error:
+        # The exception's type and where it was raised: a bare "list index out of range" reads
+        # like recheck's own mistake (megatron-core 0.15 compiles CUDA code on import, and
+        # torch's extension builder raises that IndexError on a machine without a GPU).
+        import traceback
+
+        frames = traceback.extract_tb(error.__traceback__)
+        where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+        raise ImportError(f"importing {module_name} raised {type(error).__name__}: {error}{where}") from error
     if not hasattr(module, attr):
         raise AttributeError(f"module {module_name} has no attribute {attr}")
     style = "torch" if module_name == "torch.utils.checkpoint" else "megatron"
@@ -148,7 +161,7 @@ def resolve(module_name, attr):
 
         stem = os.path.splitext(os.path.basename(module_name))[0]
         logical = (module.__package__ + "." if module.__package__ else "") + stem
-    return module, getattr(module, attr), style, has_tracker, logical
+    return module, getattr(module, attr), style, has_tracker, logical, style == "megatron" and distributes(module)
 
 
 def provenance(module):
@@ -164,6 +177,9 @@ def provenance(module):
     pairs = []
     path = os.path.abspath(getattr(module, "__file__", "") or "")
     pairs.append(("module file", path or "(none)"))
+    declared = package_version(module)
+    if declared:
+        pairs.append(("package", declared))
     top = module.__name__.split(".")[0]
     for dist in importlib.metadata.packages_distributions().get(top, []):
         try:
@@ -190,9 +206,26 @@ def provenance(module):
     return pairs
 
 
-# What the bridge reads of Megatron's CudaRNGStatesTracker: megatron-core 0.15 and later have it
-# (0.12 to 0.14 keep no current state name).
-SUPPORTED_TRACKER = "megatron-core 0.15 or later (tested: 0.16.1)"
+# What the bridge reads of Megatron's CudaRNGStatesTracker: megatron-core 0.16 and later have it
+# (0.15 and earlier keep no current state name). docs/python.md has the table of versions tried.
+SUPPORTED_TRACKER = "megatron-core 0.16 or later (tested: 0.16.1 to 0.19.0, main and dev)"
+
+
+def package_version(module):
+    """The version the module's own package declares (megatron.core's package_info.py), which for
+    a source tree on PYTHONPATH is not the installed distribution's: "megatron.core 0.19.1", or
+    "" when its package declares none."""
+    parts = (module.__package__ or "").split(".")
+    while parts and parts[0]:
+        name = ".".join(parts)
+        try:
+            info = importlib.import_module(name + ".package_info")
+            if hasattr(info, "__version__"):
+                return f"{name} {info.__version__}"
+        except ImportError:
+            pass
+        parts.pop()
+    return ""
 
 
 def check_tracker(module):
@@ -201,10 +234,135 @@ def check_tracker(module):
     tracker = module.get_cuda_rng_tracker()
     missing = [name for name in ("states_", "_current_state_name", "fork", "add") if not hasattr(tracker, name)]
     if missing:
-        version = dict(provenance(module)).get("megatron-core", "of unknown version")
-        raise ImportError(f"{module.__name__}: its CudaRNGStatesTracker ({type(tracker).__name__}) has no "
+        found = package_version(module) or "a package of unknown version"
+        raise ImportError(f"{module.__file__}: its CudaRNGStatesTracker ({type(tracker).__name__}) has no "
                           f"{', '.join(missing)}, which recheck reads the tracker's states through; supported: "
-                          f"{SUPPORTED_TRACKER}; found megatron-core {version}")
+                          f"{SUPPORTED_TRACKER}; found {found}")
+
+
+def parallel_state_of(module):
+    """Megatron's parallel_state for the package a module is in (megatron.core's for
+    megatron.core.tensor_parallel.random, from a file of a checkout too), or None."""
+    parts = (module.__package__ or "").split(".")
+    while parts and parts[0]:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return importlib.import_module(".".join(parts) + ".parallel_state")
+        except ImportError:
+            parts.pop()
+    return None
+
+
+def distributes(module):
+    """Whether a Megatron-style module can distribute saved activations here: it splits and
+    gathers through Megatron's tensor-parallel group, which recheck can start."""
+    return (hasattr(module, "split_tensor_into_1d_equal_chunks") and hasattr(module, "gather_split_1d_tensor")
+            and parallel_state_of(module) is not None)
+
+
+def start_tensor_parallel(module, rank, world_size, address, timeout_seconds):
+    """A torch.distributed group (gloo: CPU tensors, loopback) of `world_size` ranks, this process
+    rank `rank`, and Megatron's parallel state on it with every rank in one tensor-parallel group,
+    so that Megatron's own split_tensor_into_1d_equal_chunks and gather_split_1d_tensor run. One
+    rank needs no address (an in-process store); more meet at `address` ("host:port", rank 0
+    listens). Once per process; a second variant of the same package finds it started."""
+    import datetime
+
+    import torch.distributed as dist
+
+    timeout = datetime.timedelta(seconds=timeout_seconds)
+    if not dist.is_initialized():
+        if world_size == 1:
+            store = dist.HashStore()
+        else:
+            host, port = address.rsplit(":", 1)
+            store = dist.TCPStore(host, int(port), world_size, rank == 0, timeout=timeout)
+        with _single_threaded_gloo():
+            dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size, timeout=timeout)
+    elif dist.get_world_size() != world_size or dist.get_rank() != rank:
+        raise RuntimeError(f"torch.distributed is already started here as rank {dist.get_rank()} of "
+                           f"{dist.get_world_size()}, not {rank} of {world_size}")
+    state = parallel_state_of(module)
+    if not state.model_parallel_is_initialized():
+        with _single_threaded_gloo():
+            state.initialize_model_parallel(tensor_model_parallel_size=world_size)
+    elif state.get_tensor_model_parallel_world_size() != world_size:
+        raise RuntimeError(f"{state.__name__} is already initialized with a tensor-parallel size of "
+                           f"{state.get_tensor_model_parallel_world_size()}, not {world_size}")
+
+
+    _count_no_collective(module)
+    group = state.get_tensor_model_parallel_group()
+    if group not in _settle_groups:
+        # Made here, before any run: a tensor made in a run would count as the run's memory.
+        _settle_groups[group] = torch.zeros(1)
+        settle()
+
+
+_settle_groups = {}
+
+
+def _count_no_collective(module):
+    """What torch.distributed's all-gather allocates (gloo's copies of the output) is not counted:
+    the communication library's buffers, not the checkpoint code's. On a GPU NCCL keeps them
+    outside PyTorch's allocator, and recheck's C++ port, whose gather writes into its output,
+    makes none. Megatron's own buffers (the chunk, the gathered tensor) stay counted. Megatron's
+    utils keep the function they call as dist_all_gather_func; older code calls torch.distributed's."""
+    import torch.distributed as dist
+
+    def uncounted(function):
+        if getattr(function, "_recheck_uncounted", False):
+            return function
+
+        def call(*args, **kwargs):
+            return _recheck.call_uncounted(function, *args, **kwargs)
+
+        call._recheck_uncounted = True
+        return call
+
+    gather = getattr(module, "gather_split_1d_tensor", None)
+    if gather is not None and "dist_all_gather_func" in gather.__globals__:
+        gather.__globals__["dist_all_gather_func"] = uncounted(gather.__globals__["dist_all_gather_func"])
+    for name in ("all_gather_into_tensor", "_all_gather_base"):
+        if hasattr(dist, name):
+            setattr(dist, name, uncounted(getattr(dist, name)))
+
+
+@contextlib.contextmanager
+def _single_threaded_gloo():
+    """Gloo groups made meanwhile run their collectives on one worker thread, which drops its
+    reference to a collective's tensors (Megatron's chunk, the gathered buffer) when the next one
+    starts, or later. One thread makes settle() exact: see there."""
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+
+    real = c10d.ProcessGroupGloo
+
+    class SingleThreaded(real):
+        def __init__(self, store, rank, size, timeout):
+            options = real._Options()
+            options._timeout = timeout
+            options._devices = [real.create_device(hostname="127.0.0.1")]
+            options._threads = 1
+            super().__init__(store, rank, size, options)
+
+    c10d.ProcessGroupGloo = SingleThreaded
+    try:
+        yield
+    finally:
+        c10d.ProcessGroupGloo = real
+
+
+def settle():
+    """Waits until the tensor-parallel group's worker thread has let go of every collective's
+    tensors: an all-reduce of a tensor made beforehand, behind the collectives of the run on the
+    group's one thread, which releases each collective before it starts the next. recheck reads
+    the memory a run holds after this."""
+    import torch.distributed as dist
+
+    for group, tensor in _settle_groups.items():
+        dist.all_reduce(tensor, group=group)
 
 
 def as_tuple(outputs):

@@ -31,15 +31,18 @@ json to_json(const PropertyResult& result) {
 json to_json(const CaseResult& result) {
   json properties = json::array();
   for (const PropertyResult& r : result.results) properties.push_back(to_json(r));
-  return {{"op_executions", result.op_executions},
-          {"skipped", result.skipped.empty() ? json() : json(result.skipped)},
-          {"properties", properties}};
+  json out = {{"op_executions", result.op_executions},
+              {"skipped", result.skipped.empty() ? json() : json(result.skipped)},
+              {"properties", properties}};
+  if (!result.logged.empty()) out["logged"] = result.logged;
+  return out;
 }
 
 CaseResult case_result_from_json(const json& j) {
   CaseResult result;
   result.op_executions = j.at("op_executions").get<int64_t>();
   if (!j.at("skipped").is_null()) result.skipped = j.at("skipped").get<std::string>();
+  if (j.contains("logged")) result.logged = j.at("logged").get<LoggedCounts>();
   for (const json& r : j.at("properties")) {
     result.results.push_back({r.at("property").get<std::string>(),
                               verdict_from(r.at("oracle_holds").get<bool>(), r.at("oracle").get<std::string>()),

@@ -11,6 +11,7 @@
 
 #include "core/errors.h"
 #include "core/rng.h"
+#include "suts/autograd_backward.h"
 
 namespace recheck {
 
@@ -360,7 +361,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       throw PythonError("ValueError", "not enough values to unpack (expected 2, got 0)");
     }
     LiveDetachedInputs live(&detached_inputs);
-    torch::autograd::backward(kept_outputs, kept_grads);
+    python_autograd_backward(kept_outputs, kept_grads);
 
     auto clear_detached_grads = [&] {
       if (options.clear_caller_grads) {

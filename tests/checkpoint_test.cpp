@@ -5,8 +5,9 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include "core/errors.h"
-#include "suts/checkpoint.h"
 #include "core/rng.h"
+#include "suts/autograd_backward.h"
+#include "suts/checkpoint.h"
 
 namespace recheck {
 namespace {
@@ -206,6 +207,43 @@ TEST_F(CheckpointTest, backward_raises_when_no_recomputed_output_requires_grad) 
   const RaisedError error = error_of([&] { torch::autograd::backward({as_tensor(out[0]).sum()}); });
   EXPECT_EQ(error.type, "ValueError");
   EXPECT_EQ(error.message, "not enough values to unpack (expected 2, got 0)");
+}
+
+// Megatron's backward hands the recomputed outputs and the incoming gradients to Python's
+// torch.autograd.backward, which checks their shapes before the engine runs and names them as
+// Python's tuple.index finds them: the first element that is, or compares equal to (a tensor
+// `==` whose one-element result is true), the one that failed.
+TEST_F(CheckpointTest, a_gradient_of_the_wrong_shape_is_refused_as_python_refuses_it) {
+  auto mismatch = [&](float first_grad, float first_output) {
+    at::Tensor out0 = at::full({1, 1}, first_output).requires_grad_();
+    at::Tensor out1 = at::full({1, 1}, 2.0f).requires_grad_();
+    return error_of([&] {
+      python_autograd_backward({out0 * 1, out1 * 1}, {at::full({1, 1}, first_grad), at::full({1}, 3.0f)});
+    });
+  };
+  const RaisedError unequal = mismatch(0.0f, 0.0f);
+  EXPECT_EQ(unequal.type, "RuntimeError");
+  EXPECT_EQ(unequal.message,
+            "Mismatch in shape: grad_output[1] has a shape of torch.Size([1]) and output[1] has a shape of "
+            "torch.Size([1, 1]).");
+  // The outputs are compared as the recomputed tensors, values and all.
+  EXPECT_EQ(mismatch(3.0f, 2.0f).message,
+            "Mismatch in shape: grad_output[0] has a shape of torch.Size([1]) and output[0] has a shape of "
+            "torch.Size([1, 1]).");
+  // An earlier gradient of more than one element makes Python's comparison raise instead.
+  at::Tensor out = at::ones({2}).requires_grad_();
+  const RaisedError ambiguous = error_of([&] {
+    python_autograd_backward({out * 1, out * 2}, {at::ones({2}), at::ones({3})});
+  });
+  EXPECT_EQ(ambiguous.message, "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0");
+  const RaisedError many = error_of([&] {
+    python_autograd_backward({out * 1, (out * 2).view({2, 1})}, {at::ones({2}), at::ones({2})});
+  });
+  EXPECT_EQ(many.message, "Boolean value of Tensor with more than one value is ambiguous");
+  // Shapes that agree reach the engine.
+  at::Tensor x = leaf({2}, 1);
+  python_autograd_backward({x * 2}, {at::ones({2})});
+  EXPECT_TRUE(at::equal(x.grad(), at::full({2}, 2.0f)));
 }
 
 TEST_F(CheckpointTest, grad_call_with_explicit_inputs_is_refused) {

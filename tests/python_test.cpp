@@ -61,6 +61,75 @@ TEST(Python, megatron_core_checkpoint_function_agrees_with_the_port) {
   expect_no_alarm(*sut, 60, 1, &features);
   // The cases reached the tracker, nesting and non-tensor arguments through Python.
   EXPECT_TRUE(features.count("tracker draw inside a checkpoint")) << "no tracker draw in 60 cases";
+  // And Megatron's own split and gather, over a process group of one rank.
+  EXPECT_TRUE(features.count("distribute_saved_activations")) << "no distributing checkpoint in 60 cases";
+}
+
+// Megatron's Python variants distribute saved activations through Megatron's own
+// split_tensor_into_1d_equal_chunks and gather_split_1d_tensor, over a gloo group of one rank
+// that the bridge starts; PyTorch's checkpoint has no such option; on a GPU they do not (not
+// tried there).
+TEST(Python, megatron_distributes_through_a_process_group_and_torch_does_not) {
+  auto released = python_variant("megatron-py");
+  SKIP_WITHOUT(released);
+  EXPECT_TRUE(released->distributes(/*on_cuda=*/false));
+  EXPECT_FALSE(released->distributes(/*on_cuda=*/true));
+  EXPECT_FALSE(python_variant("torch-py")->distributes(/*on_cuda=*/false));
+  EXPECT_GT(options_for(GenOptions{}, *released).distribute_one_in, 0);
+}
+
+// The collective's worker thread lets go of Megatron's chunk when it starts the next collective,
+// a moment after the gather returned, or later on a busy machine: the floor was read before it
+// did about once in a thousand cases ("floor 300 bytes, above the oracle's 280"). The bridge
+// settles the group (an all-reduce behind the run's collectives) before recheck reads the floor.
+// Each check is a fresh chance for the thread to be late.
+TEST(Python, a_distributed_chunk_is_released_before_the_floor_is_read) {
+  auto released = python_variant("megatron-py");
+  SKIP_WITHOUT(released);
+  auto oracle = make_checkpoint("nonclearing");
+  const Case c = load_case_file(std::string(RECHECK_SOURCE_DIR) +
+                                "/corpus/python/distributed-chunk-released-late-by-the-collective-thread.json");
+  for (int i = 0; i < 200; ++i) {
+    for (const PropertyResult& r : check_case(c, *oracle, *released).results) {
+      if (r.property == "memory-floor") {
+        ASSERT_EQ(r.classification, Classification::pass) << i << ": " << r.sut.describe();
+      }
+    }
+  }
+}
+
+// What gloo's all-gather allocates (a flat copy of the output on the calling thread and another
+// on its worker thread) is the communication library's, not Megatron's: not counted, so that a
+// distributing case peaks where recheck's port peaks. Megatron's own buffers stay counted.
+TEST(Python, the_collective_s_own_buffers_do_not_count_as_the_checkpoint_s) {
+  auto clearing = python_variant("megatron-py-clearing");
+  SKIP_WITHOUT(clearing);
+  auto oracle = make_checkpoint("nonclearing");
+  for (const char* name : {"gloo-all-gather-buffers-are-not-the-checkpoint-s.json", "gloo-all-gather-buffers-at-the-peak.json"}) {
+    const Case c = load_case_file(std::string(RECHECK_SOURCE_DIR) + "/corpus/python/" + name);
+    for (const PropertyResult& r : check_case(c, *oracle, *clearing).results) {
+      if (r.property == "memory-floor") {
+        EXPECT_EQ(r.classification, Classification::pass) << name << ": " << r.sut.describe();
+      }
+    }
+  }
+}
+
+// Megatron's tracker logs a warning at every fork in which a case draws the CPU generator. A run
+// counts what Python logs and lists each message once, with its count, at the end.
+TEST(Python, what_python_logs_is_counted_and_listed_once_at_the_end) {
+  SKIP_WITHOUT(python_variant("megatron-py"));
+  const test_shell::Result run = test_shell::run_shell(std::string(RECHECK_BINARY) +
+                                                       " run --quiet --sut megatron-py --seed 20261129 --cases 120 --out " +
+                                                       ::testing::TempDir() + "/logged-findings 2>&1");
+  const std::string& output = run.output;
+  const std::string message = "CPU RNG state changed within GPU RNG context";
+  const size_t first = output.find(message);
+  ASSERT_NE(first, std::string::npos) << output;
+  EXPECT_EQ(output.find(message, first + 1), std::string::npos) << "shown more than once:\n" << output;
+  const size_t summary = output.find("logged by the code under test: ");
+  ASSERT_NE(summary, std::string::npos) << output;
+  EXPECT_LT(summary, first) << output;
 }
 
 TEST(Python, torch_utils_checkpoint_gets_cases_it_can_run) {
@@ -231,7 +300,7 @@ TEST(Python, the_pull_request_gate_passes_a_correct_head_and_fails_a_broken_one)
   EXPECT_TRUE(std::ifstream(broken_out + "/slice.json").good());
 }
 
-// A Megatron whose tracker the bridge cannot read (megatron-core 0.12 to 0.14 keep no current
+// A Megatron whose tracker the bridge cannot read (megatron-core 0.15 and earlier keep no current
 // state name) is refused when the variant is made, before any case, naming what is missing and
 // what is supported; `recheck run` exits 2 with that line instead of crashing every case.
 TEST(Python, a_tracker_the_bridge_cannot_read_is_refused_before_any_case) {
@@ -253,7 +322,7 @@ TEST(Python, a_tracker_the_bridge_cannot_read_is_refused_before_any_case) {
   } catch (const std::invalid_argument& error) {
     const std::string what = error.what();
     EXPECT_NE(what.find("has no _current_state_name"), std::string::npos) << what;
-    EXPECT_NE(what.find("supported: megatron-core 0.15 or later"), std::string::npos) << what;
+    EXPECT_NE(what.find("supported: megatron-core 0.16 or later"), std::string::npos) << what;
   }
   const test_shell::Result run = test_shell::run_shell(std::string(RECHECK_BINARY) + " run --cases 5 --sut python-change:" +
                                                        path + ":CheckpointFunction --out " + ::testing::TempDir() +
@@ -319,6 +388,26 @@ TEST(Python, an_exported_script_replays_a_finding_without_recheck) {
                          "--property rng-restored,outputs-bitwise,recompute-fidelity,no-side-effects", output),
             0)
       << output;
+}
+
+// A module that fails to import is refused with the exception's type and where it was raised:
+// megatron-core 0.15's import compiles CUDA code, and torch's builder raises a bare IndexError
+// ("list index out of range") on a machine without a GPU.
+TEST(Python, a_module_that_fails_to_import_is_refused_with_the_exception_and_its_place) {
+  const std::string path = ::testing::TempDir() + "/fails_on_import.py";
+  std::ofstream(path) << "import torch\n"
+                         "\n"
+                         "arch_list = []\n"
+                         "arch_list[-1] += '+PTX'\n";
+  python::register_bridge();
+  try {
+    make_checkpoint("python:" + path + ":CheckpointFunction");
+    ADD_FAILURE() << "a module that fails to import was accepted";
+  } catch (const std::invalid_argument& error) {
+    const std::string what = error.what();
+    EXPECT_NE(what.find("raised IndexError: list index out of range at "), std::string::npos) << what;
+    EXPECT_NE(what.find("fails_on_import.py:4"), std::string::npos) << what;
+  }
 }
 
 TEST(Python, a_missing_module_is_refused_by_name) {

@@ -182,8 +182,10 @@ TEST(ResultsJson, a_case_result_crosses_the_process_boundary_whole) {
   Verdict failing = Verdict::fail("iteration 1, leaf v2 .grad", std::nullopt, "differs");
   result.results.push_back({"grads-bitwise", Verdict::pass(), failing, Classification::regression});
   result.results.push_back({"errors-match", failing, failing, Classification::pre_existing});
+  result.logged = {{"megatron.core.tensor_parallel.random WARNING: CPU RNG state changed", 3}};
   const CaseResult back = case_result_from_json(nlohmann::json::parse(to_json(result).dump()));
   EXPECT_EQ(back.op_executions, 42);
+  EXPECT_EQ(back.logged, result.logged);
   EXPECT_EQ(back.skipped, "");
   ASSERT_EQ(back.results.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
@@ -224,3 +226,32 @@ TEST(CaseWorker, gives_the_verdicts_of_a_check_in_this_process) {
 
 }  // namespace
 }  // namespace recheck::runner
+
+namespace recheck {
+namespace {
+
+// What the code under test logged is counted in the process that ran the case, carried with the
+// case's result, and listed once, with its count, at the end of a run.
+TEST(Logged, is_counted_per_case_and_listed_once_at_the_end) {
+  (void)take_logged();
+  count_logged("megatron WARNING: m");
+  count_logged("megatron WARNING: m");
+  count_logged("UserWarning (checkpoint.py:1): n");
+  CaseResult first;
+  first.logged = take_logged();
+  EXPECT_TRUE(take_logged().empty()) << "taking starts the counts again";
+  CaseResult second;
+  second.logged = {{"megatron WARNING: m", 2}};
+  Summary summary;
+  summary.add(first);
+  summary.add(second);
+  EXPECT_EQ(summary.logged().at("megatron WARNING: m"), 4);
+  EXPECT_EQ(summary.logged().at("UserWarning (checkpoint.py:1): n"), 1);
+  const std::string text = logged_summary(summary.logged());
+  EXPECT_NE(text.find("logged by the code under test: 5 messages"), std::string::npos) << text;
+  EXPECT_NE(text.find("        4  megatron WARNING: m\n"), std::string::npos) << text;
+  EXPECT_EQ(logged_summary({}), "");
+}
+
+}  // namespace
+}  // namespace recheck
