@@ -11,6 +11,7 @@
 #include "core/interpreter.h"
 #include "properties/generator.h"
 #include "suts/checkpoint.h"
+#include "core/tensor_parallel.h"
 
 namespace recheck::cli {
 
@@ -129,6 +130,31 @@ std::string device_option(const Args& args, const char* option) {
     throw UsageError(std::string("--") + option + ": expected cpu or cuda, got '" + device + "'");
   }
   return device;
+}
+
+int world_size_option(const Args& args, const CheckpointImplementation& sut, const CheckpointImplementation& oracle,
+                      const std::string& device) {
+  const int world_size = static_cast<int>(args.number("world-size", 1, 1, 8));
+  if (world_size > 1) {
+    for (const CheckpointImplementation* variant : {&sut, &oracle}) {
+      if (!needs_python_bridge(resolve_checkpoint_alias(variant->name())) || !variant->distributes(device == "cuda")) {
+        throw UsageError("--world-size " + std::to_string(world_size) +
+                         ": needs Megatron's Python code as both --sut and --oracle, on the CPU (python:, "
+                         "python-clearing: or python-change: of megatron.core.tensor_parallel.random, or a file of it), "
+                         "which split and gather through a process group; " + variant->name() +
+                         (device == "cuda" ? " on cuda" : "") + " keeps one rank");
+      }
+    }
+  }
+  TensorParallelRank rank;
+  rank.world_size = world_size;
+  set_tensor_parallel_rank(rank);
+  return world_size;
+}
+
+std::string world_size_argument() {
+  const int world_size = tensor_parallel_rank().world_size;
+  return world_size > 1 ? " --world-size " + std::to_string(world_size) : "";
 }
 
 }  // namespace recheck::cli

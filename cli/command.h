@@ -132,6 +132,15 @@ void make_output_folder(const std::string& dir);
 
 // --device: cpu or cuda (default cpu), refused otherwise.
 std::string device_option(const Args& args, const char* option = "device");
+
+// --world-size N (default 1): the tensor-parallel group the cases run in, set for this process
+// (core/tensor_parallel.h). More than one rank is refused unless both variants are Megatron's
+// Python code on the CPU: recheck's C++ port keeps one rank, and the Python variants distribute
+// only there.
+int world_size_option(const Args& args, const CheckpointImplementation& sut, const CheckpointImplementation& oracle,
+                      const std::string& device);
+// " --world-size N" for a replay line when the run had more than one rank; "".
+std::string world_size_argument();
 // The variant called `name` (a C++ variant, an alias, or a Python one); a usage error naming the
 // known ones otherwise.
 std::unique_ptr<CheckpointImplementation> make_variant(const std::string& name);

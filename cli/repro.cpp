@@ -31,6 +31,8 @@ text starts with '{', is read as JSON; any other is read as fuzzer bytes; --byte
 --no-isolate      check in this process (for a debugger); by default the case is checked in a
                   child process, so that a case crashing a variant is reported as
                   runs-to-completion crash (exit code 1), as `recheck run` reports it
+--world-size N    check it in a tensor-parallel group of N ranks, as `recheck run --world-size N`
+                  did (its replay lines say so); each rank a child process
 )";
 
 int command_repro(const Args& args) {
@@ -39,6 +41,9 @@ int command_repro(const Args& args) {
   const auto sut = make_variant(args.get("sut", "clearing"));
   const auto oracle = make_variant(args.get("oracle", "nonclearing"));
   const std::string& file = args.positional()[0];
+  if (world_size_option(args, *sut, *oracle, c.device) > 1 && args.flag("no-isolate")) {
+    throw UsageError("--world-size above 1 checks the case in child processes, one per rank: not with --no-isolate");
+  }
   // Checked before anything is printed, so that a case that cannot run here is one line.
   std::optional<runner::IsolatedCheck> isolated;
   if (args.flag("no-isolate")) {
@@ -73,7 +78,7 @@ int command_repro(const Args& args) {
     }
     result = std::move(*isolated->result);
   }
-  std::cout << describe_results(result.results);
+  std::cout << describe_results(result.results) << logged_summary(result.logged);
   // Too large for the memory here: no verdict, said so (exit 0, as `run` counts it skipped).
   if (!result.skipped.empty()) std::cout << "skipped: " << result.skipped << "\n";
   if (args.has("json")) write_report(runner::to_json(result));
@@ -82,6 +87,6 @@ int command_repro(const Args& args) {
 
 }  // namespace
 
-const Command kRepro{"repro", "replay one case file and print each property's verdict and evidence", kReproHelp, {"bytes", "no-isolate"}, {"sut", "oracle", "json", "limits", "device"}, command_repro, false};
+const Command kRepro{"repro", "replay one case file and print each property's verdict and evidence", kReproHelp, {"bytes", "no-isolate"}, {"sut", "oracle", "json", "limits", "device", "world-size"}, command_repro, false};
 
 }  // namespace recheck::cli

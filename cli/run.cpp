@@ -15,6 +15,7 @@
 #include "runner/case_worker.h"
 #include "runner/hunt.h"
 #include "runner/interrupts.h"
+#include "runner/ranks.h"
 
 #include <ATen/Parallel.h>
 #include <random>
@@ -45,6 +46,10 @@ options:
   --threads N       torch's intra-op threads for the checks (default, or 0: torch's own choice)
   --cpu-memory-budget B  on CPU, refuse allocations beyond B bytes per run, as a device of
                     that size would: such cases are counted as skipped, not failed
+  --world-size N    Megatron's tensor-parallel group of N ranks (default 1; up to 8), each a
+                    process checking the same cases with its own chunk of what a checkpoint
+                    distributes, the verdicts taken on rank 0: Megatron's split and gather run
+                    across processes. Needs Megatron's Python variants as --sut and --oracle
   --no-isolate      check cases in this process (for a debugger); by default they run in a
                     worker process, and a case that crashes it (abort, segmentation fault) is
                     reported as a `crash` finding with its case saved, and the run goes on;
@@ -69,6 +74,7 @@ int command_run(const Args& args) {
   gen.max_depth = static_cast<int>(args.number("max-depth", gen.max_depth, 0, 16));
   gen.max_ops = static_cast<int>(args.number("max-ops", gen.max_ops, 1, 64));
   gen = options_for(gen, *sut);
+  const int world_size = world_size_option(args, *sut, *oracle, gen.device);
   const int64_t cases = args.number("cases", -1, 1, INT64_MAX / 2);
   const int64_t seconds = args.number("seconds", cases < 0 ? 60 : -1, 1, 365LL * 24 * 3600);
   const bool quiet = args.flag("quiet");
@@ -84,7 +90,8 @@ int command_run(const Args& args) {
 
   std::cerr << "recheck run: sut " << sut->name() << " against oracle " << oracle->name() << ", seed " << seed
             << ", " << (cases > 0 ? std::to_string(cases) + " cases" : "") << (cases > 0 && seconds > 0 ? " or " : "")
-            << (seconds > 0 ? std::to_string(seconds) + " s" : "") << ", device " << gen.device << "\n";
+            << (seconds > 0 ? std::to_string(seconds) + " s" : "") << ", device " << gen.device
+            << (world_size > 1 ? ", world size " + std::to_string(world_size) : "") << "\n";
   // Where Python code came from, at once: a typo in PYTHONPATH shows here as the installed copy.
   json provenance = json::object();
   std::string code_note;  // the same, in each finding's note
@@ -140,7 +147,7 @@ int command_run(const Args& args) {
         std::cerr << classification << ": " << property << " in case " << index << " (draw seed " << draw_seed
                   << ")\n    sut: " << sut_text << "\n    oracle: " << oracle_text << "\n    replay: "
                   << replay_environment << "recheck repro "
-                  << file << " --sut " << sut->name() << " --oracle " << oracle->name() << "\n";
+                  << file << " --sut " << sut->name() << " --oracle " << oracle->name() << world_size_argument() << "\n";
       }
     }
     findings.push_back(std::move(finding));
@@ -168,16 +175,28 @@ int command_run(const Args& args) {
     }
   };
   bool threads_set = false;
-  auto check = [&](int64_t index) {
+  auto check_here = [&](int64_t index) {
     // Set where the cases run (the worker), so this process keeps clear of torch's thread pools.
     if (threads > 0 && !threads_set) at::set_num_threads(static_cast<int>(threads));
     threads_set = true;
     return check_case(draw_case(gen, seed + static_cast<uint64_t>(index)), *oracle, *sut, run_options);
   };
+  // With more than one rank, the other ranks check each case alongside (runner/ranks.h).
+  runner::RankPeers peers;
+  auto check = [&](int64_t index) {
+    if (peers.active()) peers.send(std::to_string(index));
+    CaseResult result = check_here(index);
+    if (peers.active()) peers.wait();
+    return result;
+  };
 
   // In the process that checks cases (a Python variant on CUDA cannot start torch.cuda in a
-  // worker forked after CUDA started here).
-  auto prepare = [&] { check_ready_to_run(gen.device == "cuda", *oracle, *sut); };
+  // worker forked after CUDA started here), the other ranks forked from it first.
+  auto ready = [&] { check_ready_to_run(gen.device == "cuda", *oracle, *sut); };
+  auto prepare = [&] {
+    peers.start(ready, [&](const std::string& line) { (void)check_here(std::stoll(line)); });
+    ready();
+  };
   int64_t crashes = 0;
   std::string worker_failed;
   if (args.flag("no-isolate")) {
@@ -251,6 +270,7 @@ int command_run(const Args& args) {
                    {"oracle", oracle->name()},
                    {"seed", seed},
                    {"device", gen.device},
+                   {"world_size", world_size},
                    {"cases", summary.cases()},
                    {"seconds", total_seconds},
                    {"op_executions", op_executions},
@@ -271,6 +291,6 @@ int command_run(const Args& args) {
 
 }  // namespace
 
-const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate"}, {"sut", "oracle", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "junit", "threads", "cpu-memory-budget"}, command_run, false};
+const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate"}, {"sut", "oracle", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "junit", "threads", "cpu-memory-budget", "world-size"}, command_run, false};
 
 }  // namespace recheck::cli

@@ -2,6 +2,9 @@
 // input across it and gathers it back for the recomputation: Python variants run that through a
 // torch.distributed group of this size (python/bridge.py start_tensor_parallel), every rank
 // checking the same cases in a process of its own (runner/ranks.h), the verdicts taken on rank 0.
+// Every rank seeds Megatron's tracker as rank 0 does, so that what a checkpoint distributes is
+// the same tensor on every rank (replicated, as Megatron requires of it) and only the chunk each
+// keeps differs.
 // recheck's C++ port keeps one rank, so that a group of more needs Python variants only.
 #pragma once
 
@@ -12,7 +15,7 @@ namespace recheck {
 struct TensorParallelRank {
   int rank = 0;
   int world_size = 1;
-  std::string address;  // "host:port" where rank 0 listens; "" for one rank
+  std::string rendezvous;  // the file where the ranks meet (torch.distributed's FileStore); "" for one
   int timeout_seconds = 120;  // the longest a collective waits for the other ranks
 };
 

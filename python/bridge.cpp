@@ -373,7 +373,7 @@ class PythonCheckpoint : public CheckpointImplementation {
   void start_tensor_parallel() const {
     const memory::Uncounted harness;
     const TensorParallelRank& rank = tensor_parallel_rank();
-    Interpreter::get().bridge().attr("start_tensor_parallel")(module_, rank.rank, rank.world_size, rank.address,
+    Interpreter::get().bridge().attr("start_tensor_parallel")(module_, rank.rank, rank.world_size, rank.rendezvous,
                                                                rank.timeout_seconds);
     tensor_parallel_started_ = true;
   }

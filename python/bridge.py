@@ -261,12 +261,12 @@ def distributes(module):
             and parallel_state_of(module) is not None)
 
 
-def start_tensor_parallel(module, rank, world_size, address, timeout_seconds):
+def start_tensor_parallel(module, rank, world_size, rendezvous, timeout_seconds):
     """A torch.distributed group (gloo: CPU tensors, loopback) of `world_size` ranks, this process
     rank `rank`, and Megatron's parallel state on it with every rank in one tensor-parallel group,
     so that Megatron's own split_tensor_into_1d_equal_chunks and gather_split_1d_tensor run. One
-    rank needs no address (an in-process store); more meet at `address` ("host:port", rank 0
-    listens). Once per process; a second variant of the same package finds it started."""
+    rank needs no rendezvous (an in-process store); more meet in the file `rendezvous`. Once per
+    process; a second variant of the same package finds it started."""
     import datetime
 
     import torch.distributed as dist
@@ -276,8 +276,7 @@ def start_tensor_parallel(module, rank, world_size, address, timeout_seconds):
         if world_size == 1:
             store = dist.HashStore()
         else:
-            host, port = address.rsplit(":", 1)
-            store = dist.TCPStore(host, int(port), world_size, rank == 0, timeout=timeout)
+            store = dist.FileStore(rendezvous, world_size)
         with _single_threaded_gloo():
             dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size, timeout=timeout)
     elif dist.get_world_size() != world_size or dist.get_rank() != rank:
@@ -304,7 +303,8 @@ _settle_groups = {}
 
 
 def _count_no_collective(module):
-    """What torch.distributed's all-gather allocates (gloo's copies of the output) is not counted:
+    """What torch.distributed's all-gather allocates (gloo's copies of the output) is not counted,
+    and the collective's tensors are released when it returns (settle). Not counted:
     the communication library's buffers, not the checkpoint code's. On a GPU NCCL keeps them
     outside PyTorch's allocator, and recheck's C++ port, whose gather writes into its output,
     makes none. Megatron's own buffers (the chunk, the gathered tensor) stay counted. Megatron's
@@ -316,7 +316,12 @@ def _count_no_collective(module):
             return function
 
         def call(*args, **kwargs):
-            return _recheck.call_uncounted(function, *args, **kwargs)
+            result = _recheck.call_uncounted(function, *args, **kwargs)
+            # The worker thread lets go of the collective's tensors (Megatron's chunk) when it
+            # starts the next collective: now, as Megatron's code lets go of them, not at some
+            # later moment a busy machine decides, which would move the peak.
+            _recheck.call_uncounted(settle)
+            return result
 
         call._recheck_uncounted = True
         return call

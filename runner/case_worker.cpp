@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "core/rng.h"
+#include "runner/ranks.h"
 #include "runner/results_json.h"
 
 namespace recheck::runner {
@@ -53,14 +54,24 @@ std::string device_missing(const std::string& device) {
 void CaseWorker::start() {
   process_.start(
       [this](FILE* in, int out) {
-        check_can_run(device_, file_, oracle_, sut_);
+        // With more than one rank, the other ranks check each case alongside (runner/ranks.h).
+        RankPeers peers;
+        auto ready = [&] { check_can_run(device_, file_, oracle_, sut_); };
+        peers.start(ready, [&](const std::string& line) {
+          (void)check_case(case_from_json(json::parse(line), limits_), oracle_, sut_);
+        });
+        ready();
         write_all(out, "ready\n");
         char* buffer = nullptr;
         std::size_t capacity = 0;
         for (ssize_t n; (n = getline(&buffer, &capacity, in)) > 0;) {
-          const Case c = case_from_json(json::parse(std::string(buffer, static_cast<std::size_t>(n))), limits_);
-          write_all(out, to_json(check_case(c, oracle_, sut_)).dump(-1, ' ', false, json::error_handler_t::replace) +
-                             "\n");
+          std::string line(buffer, static_cast<std::size_t>(n));
+          const Case c = case_from_json(json::parse(line), limits_);
+          if (!line.empty() && line.back() == '\n') line.pop_back();
+          if (peers.active()) peers.send(line);
+          const CaseResult result = check_case(c, oracle_, sut_);
+          if (peers.active()) peers.wait();
+          write_all(out, to_json(result).dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
         }
       },
       true);

@@ -249,14 +249,18 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     }
     ctx->save_for_backward(to_save);
 
-    variable_list tensor_outputs;
+    // One output for each of the function's, in its place: Python's Function numbers its
+    // outputs so, non-tensors included ("Output 1 of CheckpointFunctionBackward is a view ..."
+    // for (0.5, x)). A non-tensor's place holds an empty integer tensor: no memory, no gradient.
+    variable_list numbered_outputs;
     for (const Value& output : outputs) {
       const bool output_is_tensor = is_tensor(output);
       call->output_is_tensor.push_back(output_is_tensor);
       if (output_is_tensor) {
-        tensor_outputs.push_back(as_tensor(output));
+        numbered_outputs.push_back(as_tensor(output));
         call->outputs_without_tensors.emplace_back(None{});
       } else {
+        numbered_outputs.push_back(at::empty({0}, at::TensorOptions().dtype(at::kLong)));
         call->outputs_without_tensors.push_back(output);
       }
     }
@@ -266,7 +270,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     }
     ctx->saved_data["call"] = at::IValue::make_capsule(call);
     set_checkpointing(false);
-    return tensor_outputs;
+    return numbered_outputs;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
@@ -342,10 +346,9 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     variable_list kept_outputs;
     variable_list kept_grads;
     variable_list all_grads;  // for the mutant grads_paired_unfiltered
-    size_t next_tensor_grad = 0;
     for (size_t i = 0; i < outputs.size() && i < call->output_is_tensor.size(); ++i) {
       at::Tensor grad;
-      if (call->output_is_tensor[i]) grad = grad_outputs.at(next_tensor_grad++);
+      if (call->output_is_tensor[i]) grad = grad_outputs.at(i);
       all_grads.push_back(grad);
       const Value& output = outputs[i];
       if (is_tensor(output) && as_tensor(output).requires_grad()) {
@@ -503,7 +506,7 @@ Values MegatronCheckpoint::apply(const RunFunction& run_function, bool distribut
   }
   const bool is_executable = at::GradMode::is_enabled() && any_requires_grad;
 
-  variable_list tensor_outputs = CheckpointFunction::apply(call, at::TensorList(tensor_args));
+  variable_list numbered_outputs = CheckpointFunction::apply(call, at::TensorList(tensor_args));
 
   // Python's Function.apply saves for backward after forward returned, and only when the call
   // is differentiable: that is when save_for_backward refuses a non-tensor, non-None argument.
@@ -518,9 +521,8 @@ Values MegatronCheckpoint::apply(const RunFunction& run_function, bool distribut
   }
 
   Values outputs = call->outputs_without_tensors;
-  size_t next_tensor = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    if (call->output_is_tensor[i]) outputs[i] = tensor_outputs.at(next_tensor++);
+    if (call->output_is_tensor[i]) outputs[i] = numbered_outputs.at(i);
   }
   return outputs;
 }

@@ -246,6 +246,20 @@ TEST_F(CheckpointTest, a_gradient_of_the_wrong_shape_is_refused_as_python_refuse
   EXPECT_TRUE(at::equal(x.grad(), at::full({2}, 2.0f)));
 }
 
+// Python's Function numbers its outputs with the non-tensors among them, and autograd's
+// view+inplace error names the output by that number: a checkpoint returning (0.5, x), x an
+// input returned as-is and modified in place afterwards, fails on "Output 1".
+TEST_F(CheckpointTest, outputs_are_numbered_with_the_non_tensors_among_them_as_python_numbers_them) {
+  at::Tensor x = at::randn({1, 1});
+  RunFunction f = [](const Values& in) -> Values { return {0.5, in.at(0)}; };
+  Values out = make_checkpoint("clearing")->apply(f, false, {x, leaf({1, 1}, 1)});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(std::get<double>(out[0]), 0.5);
+  x.mul_(0.5);
+  const RaisedError error = error_of([&] { (void)as_tensor(out[1]).grad_fn(); });
+  EXPECT_EQ(error.message.rfind("Output 1 of CheckpointFunctionBackward is a view", 0), 0u) << error.message;
+}
+
 TEST_F(CheckpointTest, grad_call_with_explicit_inputs_is_refused) {
   at::Tensor x = leaf({2}, 1);
   Values out = make_checkpoint("clearing")->apply(layer(), false, {x, leaf({2}, 2)});

@@ -115,6 +115,51 @@ TEST(Python, the_collective_s_own_buffers_do_not_count_as_the_checkpoint_s) {
   }
 }
 
+// With --world-size 2 each case runs in two processes, one per rank, each keeping its own chunk
+// of what a checkpoint distributes: a leaf whose checkpoint's backward never runs keeps Megatron's
+// 1-D chunk as its data, 6 of its 12 elements at two ranks, all 12 at one.
+TEST(Python, two_ranks_each_keep_their_own_chunk) {
+  SKIP_WITHOUT(python_variant("megatron-py"));
+  const std::string file = ::testing::TempDir() + "/kept-chunk.json";
+  std::ofstream(file) << R"({"device": "cpu", "dtype": "float32", "format": "recheck-case", "iterations": 1,
+    "seed": 1, "version": 1, "leaves": [{"fill": "randn", "requires_grad": false, "shape": [2, 6]}],
+    "root": {"ops": [{"op": "checkpoint", "distribute": true, "args": [{"ref": 0}],
+                      "body": {"ops": [{"fn": "neg", "op": "unary", "x": 0}], "outputs": [1]}}],
+             "outputs": [0, 1]}})";
+  auto evidence = [&](int world_size) {
+    const std::string json = ::testing::TempDir() + "/kept-chunk-" + std::to_string(world_size) + ".json";
+    const test_shell::Result run = test_shell::run_shell(
+        std::string(RECHECK_BINARY) + " repro " + file + " --sut megatron-py-clearing --oracle megatron-py --world-size " +
+        std::to_string(world_size) + " --json " + json + " 2>&1");
+    std::ifstream in(json);
+    const std::string report((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_FALSE(report.empty()) << run.output;
+    return report;
+  };
+  EXPECT_NE(evidence(2).find("output 0: shape: [6] vs [2, 6]"), std::string::npos);
+  EXPECT_NE(evidence(1).find("output 0: shape: [12] vs [2, 6]"), std::string::npos);
+}
+
+// A run of two ranks: the head's change against the base, both Megatron's Python code.
+// recheck's C++ port keeps one rank, and is refused as either variant of such a run.
+TEST(Python, a_run_of_two_ranks_holds_the_change_and_refuses_the_cpp_port) {
+  SKIP_WITHOUT(python_variant("megatron-py"));
+  const std::string json = ::testing::TempDir() + "/two-ranks.json";
+  const test_shell::Result run = test_shell::run_shell(
+      std::string(RECHECK_BINARY) + " run --quiet --sut megatron-py-clearing --oracle megatron-py --world-size 2 " +
+      "--seed 20261129 --cases 60 --json " + json + " --out " + ::testing::TempDir() + "/two-ranks-findings 2>&1");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  std::ifstream in(json);
+  const std::string report((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(report.find("\"world_size\": 2"), std::string::npos) << report.substr(0, 400);
+  const test_shell::Result refused = test_shell::run_shell(
+      std::string(RECHECK_BINARY) + " run --sut megatron-py-clearing --world-size 2 --cases 5 2>&1");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("--world-size 2: needs Megatron's Python code as both --sut and --oracle"),
+            std::string::npos)
+      << refused.output;
+}
+
 // Megatron's tracker logs a warning at every fork in which a case draws the CPU generator. A run
 // counts what Python logs and lists each message once, with its count, at the end.
 TEST(Python, what_python_logs_is_counted_and_listed_once_at_the_end) {
