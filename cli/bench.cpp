@@ -1,7 +1,11 @@
 // recheck bench: cases/s, op executions/s and the cost of a check against a plain eager run.
 #include <chrono>
 #include <iomanip>
+#include <algorithm>
 #include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include <ATen/Parallel.h>
@@ -9,6 +13,7 @@
 #include "oracles/eager.h"
 #include "properties/generator.h"
 #include "properties/report.h"
+#include "runner/hunt.h"
 #include "runner/interrupts.h"
 
 namespace recheck::cli {
@@ -16,6 +21,7 @@ namespace recheck::cli {
 namespace {
 
 const char* kBenchHelp = R"(usage: recheck bench [--cases N] [--seed N] [--json FILE]
+       recheck bench --jobs LIST [--cases N] [--seed N] [--device D] [--json FILE]
 
 Single thread. For each generated case (draw seeds N, N+1, ...) times one plain eager run, then
 a full check (eager, oracle and sut runs with their recomputations, then every property), and
@@ -23,10 +29,77 @@ prints cases per second, op executions per second, and the check-to-eager cost r
 ratio of op executions, which is the floor the harness overhead sits on. Figures, not a test:
 compare ratios measured in one run. Interrupted, it prints the figures of the cases done so
 far and exits 130 (143 for SIGTERM).
+
+With --jobs LIST (say 1,2,4): how checking scales with worker processes. For each count, the
+same cases (default 2000) are checked the way `recheck run --jobs N` checks them, each worker
+with one torch thread, and it prints cases per second and the speed-up over the first count,
+measured in this one run. --device cuda puts every worker on the one GPU (each its own CUDA
+context).
 )";
+
+// bench --jobs: the same cases checked by `run`'s hunt at each job count.
+int bench_jobs(const Args& args) {
+  std::vector<int> counts;
+  const std::string list = args.get("jobs", "");
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    const std::string item = list.substr(start, comma - start);
+    try {
+      size_t used = 0;
+      const int n = std::stoi(item, &used);
+      if (used != item.size() || n < 1 || n > 256) throw std::out_of_range(item);
+      counts.push_back(n);
+    } catch (const std::exception&) {
+      throw UsageError("--jobs: expected job counts from 1 to 256 separated by commas, got '" + list + "'");
+    }
+    start = comma + 1;
+  }
+  const int64_t cases = args.number("cases", 2000, 1, INT64_MAX / 2);
+  const uint64_t seed = static_cast<uint64_t>(args.number("seed", 1, 0, INT64_MAX / 2));
+  GenOptions gen;
+  gen.device = device_option(args);
+  auto oracle = make_checkpoint("nonclearing");
+  auto sut = make_checkpoint("clearing");
+  runner::stop_on_interrupt();
+  json rows = json::array();
+  double first_rate = 0;
+  std::cout << "recheck bench: " << cases << " default cases (draw seeds " << seed << ".."
+            << seed + static_cast<uint64_t>(cases) - 1 << ") on " << gen.device << ", one torch thread per worker\n";
+  for (const int jobs : counts) {
+    int64_t checked = 0;
+    int64_t lost = 0;
+    const auto start = Clock::now();
+    const runner::HuntOutcome outcome = runner::hunt_in_workers(
+        jobs, {[&] {
+                 at::set_num_threads(1);
+                 check_ready_to_run(gen.device == "cuda", *oracle, *sut);
+               },
+               [&](int64_t i) { return i >= cases || runner::interrupted(); },
+               [&](int64_t i) { return check_case(draw_case(gen, seed + static_cast<uint64_t>(i)), *oracle, *sut); },
+               [&](int64_t, const CaseResult&) { ++checked; }, [&](int64_t, const runner::CaseLost&) { ++lost; }});
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!outcome.failed.empty()) throw std::runtime_error(outcome.failed);
+    const double rate = checked / seconds;
+    if (first_rate == 0) first_rate = rate;
+    std::cout << std::fixed << std::setprecision(1) << "  jobs " << std::setw(3) << jobs << ": " << std::setw(8) << rate
+              << " cases/s" << std::setprecision(2) << "  (" << rate / first_rate << " x jobs " << counts[0] << ")"
+              << (lost > 0 ? ", " + std::to_string(lost) + " cases lost" : "") << "\n";
+    rows.push_back({{"jobs", jobs}, {"cases", checked}, {"seconds", seconds}, {"cases_per_second", rate},
+                    {"speedup", rate / first_rate}, {"lost", lost}});
+    if (runner::interrupted()) break;
+  }
+  if (args.has("json")) {
+    write_json_report(args.get("json", "-"), {{"tool", "recheck"}, {"command", "bench"}, {"seed", seed},
+                                              {"device", gen.device}, {"interrupted", runner::interrupted()},
+                                              {"jobs", rows}});
+  }
+  return 0;
+}
 
 int command_bench(const Args& args) {
   check_output_files(args, {"json"});
+  if (args.has("jobs")) return bench_jobs(args);
+  if (args.has("device")) throw UsageError("--device goes with --jobs");
   const int64_t requested = args.number("cases", 500, 1, INT64_MAX / 2);
   const uint64_t seed = static_cast<uint64_t>(args.number("seed", 1, 0, INT64_MAX / 2));
   at::set_num_threads(1);
@@ -94,6 +167,6 @@ int command_bench(const Args& args) {
 
 }  // namespace
 
-const Command kBench{"bench", "measure cases/s, op executions/s and the cost of a check against a plain eager run", kBenchHelp, {}, {"cases", "seed", "json"}, command_bench, true};
+const Command kBench{"bench", "measure cases/s, op executions/s and the cost of a check against a plain eager run", kBenchHelp, {}, {"cases", "seed", "json", "jobs", "device"}, command_bench, true};
 
 }  // namespace recheck::cli

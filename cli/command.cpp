@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -150,6 +151,13 @@ int world_size_option(const Args& args, const CheckpointImplementation& sut, con
   rank.world_size = world_size;
   set_tensor_parallel_rank(rank);
   return world_size;
+}
+
+int jobs_option(const Args& args) {
+  const int64_t jobs = args.number("jobs", 1, 0, 256);
+  if (jobs > 0) return static_cast<int>(jobs);
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 ? static_cast<int>(std::min<long>(cores, 256)) : 1;
 }
 
 std::string world_size_argument() {

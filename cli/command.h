@@ -139,6 +139,9 @@ std::string device_option(const Args& args, const char* option = "device");
 // only there.
 int world_size_option(const Args& args, const CheckpointImplementation& sut, const CheckpointImplementation& oracle,
                       const std::string& device);
+// --jobs N (default 1; 0: one per core, as the machine reports them): worker processes checking
+// cases at once.
+int jobs_option(const Args& args);
 // " --world-size N" for a replay line when the run had more than one rank; "".
 std::string world_size_argument();
 // The variant called `name` (a C++ variant, an alias, or a Python one); a usage error naming the

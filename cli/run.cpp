@@ -50,6 +50,8 @@ options:
                     process checking the same cases with its own chunk of what a checkpoint
                     distributes, the verdicts taken on rank 0: Megatron's split and gather run
                     across processes. Needs Megatron's Python variants as --sut and --oracle
+  --jobs N          check cases in N worker processes at once (default 1; 0: one per core); the
+                    report is the same for every N, cases being reported in their order
   --no-isolate      check cases in this process (for a debugger); by default they run in a
                     worker process, and a case that crashes it (abort, segmentation fault) is
                     reported as a `crash` finding with its case saved, and the run goes on;
@@ -85,6 +87,8 @@ int command_run(const Args& args) {
   check_output_folder(out_dir, "--out");
   check_output_files(args, {"json", "junit"});
   const int64_t threads = args.number("threads", 0, 0, 1024);
+  const int jobs = jobs_option(args);
+  if (jobs > 1 && args.flag("no-isolate")) throw UsageError("--jobs above 1 checks cases in worker processes: not with --no-isolate");
   RunOptions run_options;
   run_options.cpu_memory_budget = args.number("cpu-memory-budget", 0, 0, INT64_MAX / 2);
 
@@ -208,28 +212,25 @@ int command_run(const Args& args) {
     }
     for (int64_t index = 0; worker_failed.empty() && !should_stop(index); ++index) handle(index, check(index));
   } else {
-    // Cases run in a worker process, so that an abort or a segmentation fault inside a variant
+    // Cases run in worker processes, so that an abort or a segmentation fault inside a variant
     // is a finding with its case saved, and the run goes on with the next case in a new worker.
     // This process runs no torch op itself, so forking it is safe.
-    for (int64_t next = 0; !should_stop(next);) {
-      const runner::HuntOutcome outcome = runner::hunt_in_worker(next, {prepare, should_stop, check, handle});
-      if (outcome.finished || runner::interrupted()) break;  // interrupted: the case in progress is left out
-      if (!outcome.crashed_case) {
-        worker_failed = std::string(outcome.started ? "the worker stopped between cases" : "the worker could not start") +
-                        " (" + outcome.status + ")" + (outcome.error.empty() ? "" : ": " + outcome.error);
-        std::cerr << "recheck run: " << worker_failed << "; stopping\n";
-        break;
-      }
-      next = *outcome.crashed_case + 1;
-      if (outcome.killed_for_memory) {
-        handle(*outcome.crashed_case, runner::skipped_for_memory());
-        continue;
+    auto lost = [&](int64_t index, const runner::CaseLost& case_lost) {
+      if (case_lost.killed_for_memory) {
+        handle(index, runner::skipped_for_memory());
+        return;
       }
       ++crashes;
       // An exception that ended the worker in a case (not a crash of the variant: code the check
       // could not run, a Python variant's module of another version) says what it was.
-      report_finding(*outcome.crashed_case, kCrashProperty, kCrash, true,
-                     "the worker process " + outcome.status + (outcome.error.empty() ? "" : ": " + outcome.error), "");
+      report_finding(index, kCrashProperty, kCrash, true,
+                     "the worker process " + case_lost.status + (case_lost.error.empty() ? "" : ": " + case_lost.error),
+                     "");
+    };
+    const runner::HuntOutcome outcome = runner::hunt_in_workers(jobs, {prepare, should_stop, check, handle, lost});
+    if (!outcome.failed.empty()) {
+      worker_failed = outcome.failed;
+      std::cerr << "recheck run: " << worker_failed << "; stopping\n";
     }
   }
 
@@ -291,6 +292,6 @@ int command_run(const Args& args) {
 
 }  // namespace
 
-const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate"}, {"sut", "oracle", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "junit", "threads", "cpu-memory-budget", "world-size"}, command_run, false};
+const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate"}, {"sut", "oracle", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "junit", "threads", "cpu-memory-budget", "world-size", "jobs"}, command_run, false};
 
 }  // namespace recheck::cli

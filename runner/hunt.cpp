@@ -1,7 +1,19 @@
 #include "runner/hunt.h"
 
+#include <poll.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <variant>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
+#include "runner/interrupts.h"
 #include "runner/results_json.h"
 #include "runner/worker_process.h"
 
@@ -9,59 +21,162 @@ namespace recheck::runner {
 
 using nlohmann::json;
 
-// The line protocol, worker to parent: "start N K" before case N (K: the out-of-memory kills so
-// far, oom_kills), the case's result as JSON after it, "done" at the end, or "error TEXT" when it
-// stops on an exception.
-HuntOutcome hunt_in_worker(int64_t first, const WorkerHunt& hunt) {
-  WorkerProcess worker;
-  worker.start(
-      [&](FILE*, int out) {
-        // A case's result is sent with the next "start" (or "done") in one write: to its parent
-        // the worker is never between cases, where a kill (the out-of-memory killer's, say) could
-        // not be put down to a case. The kernel's count of out-of-memory kills is read here,
-        // before each case, as the parent may be busy writing the last case's finding when a
-        // kill comes.
-        std::string pending;
-        try {
-          hunt.prepare();
-          for (int64_t index = first; !hunt.should_stop(index); ++index) {
-            pending += "start " + std::to_string(index) + " " + std::to_string(oom_kills()) + "\n";
-            write_all(out, pending);
-            pending.clear();  // sent: an exception in this case must not send it again
-            json line = to_json(hunt.check(index));
-            line["case"] = index;
-            pending = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-          }
-          pending += "done\n";
-        } catch (const std::exception&) {
-          write_all(out, pending);
-          throw;  // "error TEXT" from WorkerProcess
-        }
-        write_all(out, pending);
-      },
-      false);
-  HuntOutcome outcome;
+namespace {
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+// One worker's line protocol, worker to parent: "start N K" before case N (K: the out-of-memory
+// kills so far, oom_kills), the case's result as JSON after it, "done" at the end, or "error
+// TEXT" when it stops on an exception.
+void worker_body(int64_t first, int64_t stride, const WorkerHunt& hunt, int out) {
+  // A case's result is sent with the next "start" (or "done") in one write: to its parent the
+  // worker is never between cases, where a kill (the out-of-memory killer's, say) could not be
+  // put down to a case. The kernel's count of out-of-memory kills is read here, before each
+  // case, as the parent may be busy writing the last case's finding when a kill comes.
+  std::string pending;
+  try {
+    hunt.prepare();
+    for (int64_t index = first; !hunt.should_stop(index); index += stride) {
+      pending += "start " + std::to_string(index) + " " + std::to_string(oom_kills()) + "\n";
+      write_all(out, pending);
+      pending.clear();  // sent: an exception in this case must not send it again
+      json line = to_json(hunt.check(index));
+      line["case"] = index;
+      pending = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    }
+    pending += "done\n";
+  } catch (const std::exception&) {
+    write_all(out, pending);
+    throw;  // "error TEXT" from WorkerProcess
+  }
+  write_all(out, pending);
+}
+
+// A worker and where it is: cases `next`, `next` + stride, ... are still to come from it.
+struct Worker {
+  WorkerProcess process;
+  int64_t next = 0;
   std::optional<int64_t> in_progress;
   int64_t kills_before = -1;  // the out-of-memory kills when the case in progress started
-  for (std::optional<std::string> line; (line = worker.read_line());) {
-    if (*line == "done") {
-      outcome.finished = true;
-    } else if (line->rfind("start ", 0) == 0) {
-      std::size_t end = 0;
-      in_progress = std::stoll(line->substr(6), &end);
-      kills_before = std::stoll(line->substr(6 + end));
-      outcome.started = true;
-    } else if (line->rfind("error ", 0) == 0) {
-      outcome.error = line->substr(6);
-    } else {
-      const json j = json::parse(*line);
-      hunt.handle(j.at("case").get<int64_t>(), case_result_from_json(j));
-      in_progress.reset();
-    }
+  bool started = false;       // it began a case
+  bool finished = false;      // it said "done"
+  bool ended = true;          // no process now
+  std::string error;
+};
+
+using Event = std::variant<CaseResult, CaseLost>;
+
+}  // namespace
+
+HuntOutcome hunt_in_workers(int jobs, const WorkerHunt& hunt) {
+  const int64_t stride = jobs < 1 ? 1 : jobs;
+  std::vector<std::unique_ptr<Worker>> workers;
+  HuntOutcome outcome;
+  auto start = [&](Worker& w) {
+    w.in_progress.reset();
+    w.started = w.finished = false;
+    w.error.clear();
+    w.ended = false;
+    const int64_t first = w.next;
+    w.process.start([&, first](FILE*, int out) { worker_body(first, stride, hunt, out); }, false);
+  };
+  for (int64_t j = 0; j < stride; ++j) {
+    workers.push_back(std::make_unique<Worker>());
+    workers.back()->next = j;
+    if (!hunt.should_stop(j)) start(*workers.back());
   }
-  outcome.status = worker.stop();
-  if (!outcome.finished) outcome.crashed_case = in_progress;
-  outcome.killed_for_memory = outcome.crashed_case && killed_for_memory(worker.status(), kills_before);
+
+  // Results wait here until every case before them is in (or will never come).
+  std::map<int64_t, Event> ready;
+  auto release = [&](bool all) {
+    int64_t frontier = kNever;  // the first case a worker may still report
+    if (!all) {
+      for (const auto& w : workers) {
+        if (!w->ended) frontier = std::min(frontier, w->in_progress.value_or(w->next));
+      }
+    }
+    while (!ready.empty() && ready.begin()->first < frontier) {
+      const auto& [index, event] = *ready.begin();
+      if (const CaseResult* result = std::get_if<CaseResult>(&event)) {
+        hunt.handle(index, *result);
+      } else {
+        hunt.lost(index, std::get<CaseLost>(event));
+      }
+      ready.erase(ready.begin());
+    }
+  };
+  auto stop_all = [&] {
+    for (const auto& w : workers) {
+      if (!w->ended) {
+        kill(w->process.pid(), SIGKILL);
+        w->process.stop();
+        w->ended = true;
+      }
+    }
+  };
+
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<Worker*> watched;
+    for (const auto& w : workers) {
+      if (w->ended) continue;
+      fds.push_back({w->process.output_fd(), POLLIN, 0});
+      watched.push_back(w.get());
+    }
+    if (fds.empty()) break;
+    if (poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;  // an interrupt: the workers have it too
+      outcome.failed = "poll failed";
+      stop_all();
+      break;
+    }
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (fds[k].revents == 0) continue;
+      Worker& w = *watched[k];
+      bool ended = false;
+      for (const std::string& line : w.process.read_available(ended)) {
+        if (line == "done") {
+          w.finished = true;
+        } else if (line.rfind("start ", 0) == 0) {
+          std::size_t end = 0;
+          w.in_progress = std::stoll(line.substr(6), &end);
+          w.kills_before = std::stoll(line.substr(6 + end));
+          w.started = true;
+        } else if (line.rfind("error ", 0) == 0) {
+          w.error = line.substr(6);
+        } else {
+          const json j = json::parse(line);
+          const int64_t index = j.at("case").get<int64_t>();
+          ready.emplace(index, case_result_from_json(j));
+          w.in_progress.reset();
+          w.next = index + stride;
+        }
+      }
+      if (!ended) continue;
+      const std::string status = w.process.stop();
+      w.ended = true;
+      if (w.finished || interrupted()) {
+        w.in_progress.reset();  // interrupted: the case in progress is left out
+        continue;
+      }
+      if (!w.in_progress) {
+        outcome.failed = std::string(w.started ? "the worker stopped between cases" : "the worker could not start") +
+                         " (" + status + ")" + (w.error.empty() ? "" : ": " + w.error);
+        continue;
+      }
+      const int64_t index = *w.in_progress;
+      ready.emplace(index, CaseLost{killed_for_memory(w.process.status(), w.kills_before), status, w.error});
+      w.in_progress.reset();
+      w.next = index + stride;
+      if (outcome.failed.empty() && !hunt.should_stop(w.next)) start(w);
+    }
+    if (!outcome.failed.empty()) {
+      stop_all();
+      break;
+    }
+    release(false);
+  }
+  release(true);
   return outcome;
 }
 

@@ -1,41 +1,50 @@
-// Hunting in a worker process: `recheck run`'s loop over drawn cases, case i after case i-1, in
-// a child that an abort or a segmentation fault in a variant ends instead of recheck. When it
-// dies, the parent knows the case in progress (a crash finding, or a skipped case where the
-// out-of-memory killer ended it) and starts a new worker at the case after it.
+// Hunting in worker processes: `recheck run`'s loop over drawn cases, in children that an abort
+// or a segmentation fault in a variant ends instead of recheck. With N jobs, worker j checks
+// cases j, j + N, j + 2N, ... (each case once, whatever N), and the results are handed on here
+// in case order, so that a report is the same for every N. When a worker dies, the case it was
+// checking is reported lost (a crash finding, or a skipped case where the out-of-memory killer
+// ended it) and a new worker goes on from its next case.
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
 
 #include "properties/report.h"
 
 namespace recheck::runner {
 
-struct HuntOutcome {
-  bool finished = false;                // the worker stopped by the run's own limits
-  bool started = false;                 // it began at least one case
-  std::optional<int64_t> crashed_case;  // the case in progress when it died
-  bool killed_for_memory = false;       // by the out-of-memory killer, during crashed_case
-  std::string status;                   // how the worker ended (describe_status)
-  std::string error;                    // what it said when it stopped on an exception (prepare's, say)
+// A case whose worker died in it (no result came back).
+struct CaseLost {
+  bool killed_for_memory = false;  // by the out-of-memory killer
+  std::string status;              // how the worker ended (describe_status)
+  std::string error;               // what it said when an exception ended it in the case
 };
 
 struct WorkerHunt {
-  // In the worker, before the first case; throws, naming the cause, when the cases cannot run
-  // there (the device, a variant): the worker then stops before any case, saying why.
+  // In each worker, before its first case; throws, naming the cause, when the cases cannot run
+  // there (the device, a variant): the hunt then stops, saying why.
   std::function<void()> prepare;
-  // In the worker, before case `index`: whether the run is over (its limits, an interrupt).
+  // In a worker before case `index`, and here before a new worker is started at `index`: whether
+  // the run is over (its limits, an interrupt).
   std::function<bool(int64_t index)> should_stop;
-  // In the worker: checks case `index`.
+  // In a worker: checks case `index`.
   std::function<CaseResult(int64_t index)> check;
-  // In this process, as each case's result arrives.
+  // Here, in case order: a case's result, or how its worker died in it.
   std::function<void(int64_t index, const CaseResult& result)> handle;
+  std::function<void(int64_t index, const CaseLost& lost)> lost;
 };
 
-// Forks a worker that checks cases from `first` on until should_stop, and hands each result to
-// `hunt.handle` here. Returns when the worker ends, saying how.
-HuntOutcome hunt_in_worker(int64_t first, const WorkerHunt& hunt);
+struct HuntOutcome {
+  // Empty when every worker stopped by the run's own limits or an interrupt; otherwise why the
+  // hunt stopped early ("the worker could not start (exited with status 3): no CUDA device").
+  std::string failed;
+};
+
+// Checks cases from 0 on in `jobs` worker processes until should_stop, and hands every result
+// and every lost case to `hunt` here, in case order. Returns when all workers have ended. An
+// interrupt (runner/interrupts.h) reaches every worker; a case a worker was killed in after it
+// is left out, neither handled nor lost.
+HuntOutcome hunt_in_workers(int jobs, const WorkerHunt& hunt);
 
 }  // namespace recheck::runner

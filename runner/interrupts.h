@@ -1,6 +1,6 @@
 // Ctrl-C and SIGTERM (which SLURM sends at a job's time limit): what a command does when cut
 // short (docs/architecture.md, "Note: interrupts"). The first interrupt ends the loop in
-// progress after the current case, and the command prints or writes what it has so far; the
+// progress after the current case, and the command prints or writes what it has so far; a
 // worker process still in its case 0.4 s later is killed (a case of 40 ops nested 8 deep can
 // take a minute), and so is one at a second interrupt: the case in progress is then left out,
 // neither counted nor reported. A second interrupt where cases run in this process
@@ -18,9 +18,14 @@ void stop_on_interrupt();
 bool interrupted();
 int interrupt_signal();
 
-// The worker process in progress (0: none), to which an interrupt is passed on. Set by
-// WorkerProcess (0 just before it forks); once it was ever called, a second interrupt never ends
-// recheck itself, which still has a report or a case to write.
-void set_current_worker(pid_t pid);
+// The worker processes in progress, to which an interrupt is passed on (`run --jobs N` has N).
+// WorkerProcess calls workers_used just before it forks, adds the child after and removes it
+// when it has ended; once workers were used, a second interrupt never ends recheck itself, which
+// still has a report or a case to write.
+void workers_used();
+void add_worker(pid_t pid);
+void remove_worker(pid_t pid);
+// In a child just forked: its parent's workers are not its own to interrupt.
+void forget_workers();
 
 }  // namespace recheck::runner

@@ -69,7 +69,7 @@ void WorkerProcess::start(const WorkerBody& body, bool with_input, bool takes_in
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
-  if (takes_interrupts) set_current_worker(0);  // from now on a second interrupt spares recheck
+  if (takes_interrupts) workers_used();  // from now on a second interrupt spares recheck
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
@@ -80,6 +80,7 @@ void WorkerProcess::start(const WorkerBody& body, bool with_input, bool takes_in
     // The child ends with its parent, even one killed outright (no orphan left computing).
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) std::_Exit(1);
+    forget_workers();
     close(from[0]);
     if (with_input) close(to[1]);
     FILE* in = with_input ? fdopen(to[0], "r") : nullptr;
@@ -98,7 +99,7 @@ void WorkerProcess::start(const WorkerBody& body, bool with_input, bool takes_in
   to_child_ = with_input ? to[1] : -1;
   from_child_ = fdopen(from[0], "r");
   if (takes_interrupts) {
-    set_current_worker(pid);
+    add_worker(pid);
     // An interrupt that came before the worker was known armed no timer to kill it.
     if (interrupted()) kill(pid, SIGKILL);
   }
@@ -118,16 +119,43 @@ std::optional<std::string> WorkerProcess::read_line() {
   return line;
 }
 
+int WorkerProcess::output_fd() const { return from_child_ != nullptr ? fileno(from_child_) : -1; }
+
+std::vector<std::string> WorkerProcess::read_available(bool& ended) {
+  ended = false;
+  std::vector<std::string> lines;
+  if (from_child_ == nullptr) {
+    ended = true;
+    return lines;
+  }
+  char buffer[65536];
+  ssize_t n;
+  while ((n = read(fileno(from_child_), buffer, sizeof buffer)) < 0 && errno == EINTR) {
+  }
+  if (n <= 0) {
+    ended = true;
+    pending_.clear();
+    return lines;
+  }
+  pending_.append(buffer, static_cast<std::size_t>(n));
+  for (std::size_t end; (end = pending_.find('\n')) != std::string::npos;) {
+    lines.push_back(pending_.substr(0, end));
+    pending_.erase(0, end + 1);
+  }
+  return lines;
+}
+
 std::string WorkerProcess::stop() {
   if (pid_ == 0) return "";
   if (to_child_ >= 0) close(to_child_);
   if (from_child_ != nullptr) std::fclose(from_child_);
   to_child_ = -1;
   from_child_ = nullptr;
+  pending_.clear();
   status_ = 0;
   while (waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
   }
-  if (takes_interrupts_) set_current_worker(0);
+  if (takes_interrupts_) remove_worker(pid_);
   pid_ = 0;
   return describe_status(status_);
 }

@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace recheck::runner {
 
@@ -60,6 +61,13 @@ class WorkerProcess {
   // or for a line cut short (the child died writing it).
   std::optional<std::string> read_line();
 
+  // For a parent that watches several children (poll): the descriptor the child's lines come
+  // on, and the whole lines that have come, reading once without waiting when `fd` is
+  // readable. Sets `ended` at the end of the child's output (a line cut short is dropped). Not
+  // to be mixed with read_line on the same child.
+  int output_fd() const;
+  std::vector<std::string> read_available(bool& ended);
+
   // Closes the pipes, waits for the child and says how it ended ("" when none ran); status()
   // keeps the waitpid status.
   std::string stop();
@@ -70,6 +78,7 @@ class WorkerProcess {
   int status_ = 0;
   int to_child_ = -1;
   FILE* from_child_ = nullptr;
+  std::string pending_;  // read_available's part of a line
   bool takes_interrupts_ = true;
 };
 

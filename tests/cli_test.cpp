@@ -11,9 +11,11 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -155,7 +157,9 @@ std::string report_without_time(const std::string& json_path) {
 }
 
 TEST(Determinism, the_same_cases_give_the_same_report_in_fresh_processes_with_any_thread_count) {
-  const std::string dir = ::testing::TempDir();
+  // A folder of this process's own: finding files are compared below.
+  const std::string dir = ::testing::TempDir() + "/determinism-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
   const std::string common = "run --seed 11 --cases 40 --quiet";
   const auto report = [&](const std::string& name, const std::string& flags) {
     EXPECT_EQ(run(common + flags + " --out " + dir + "/determinism-" + name + " --json " + dir + "/" + name + ".json").exit_code, 0);
@@ -167,6 +171,19 @@ TEST(Determinism, the_same_cases_give_the_same_report_in_fresh_processes_with_an
   EXPECT_EQ(report("d2", " --threads 1"), first) << "a second process";
   EXPECT_EQ(report("d3", " --threads 2"), first) << "two threads";
   EXPECT_EQ(report("d4", " --threads 1 --no-isolate"), first) << "no worker process";
+  // Several worker processes at once: the same report, the same finding files.
+  EXPECT_EQ(report("d5", " --threads 1 --jobs 2"), first) << "two jobs";
+  EXPECT_EQ(report("d6", " --threads 1 --jobs 3"), first) << "three jobs";
+  const auto files = [&](const std::string& name) {
+    std::set<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir + "/determinism-" + name)) {
+      std::ifstream in(entry.path());
+      names.insert(entry.path().filename().string() + " " + std::string(std::istreambuf_iterator<char>(in), {}));
+    }
+    return names;
+  };
+  EXPECT_FALSE(files("d1").empty());
+  EXPECT_EQ(files("d5"), files("d1"));
 }
 
 TEST(Determinism, a_case_gives_the_same_evidence_whatever_ran_before_it) {

@@ -72,108 +72,130 @@ class OutOfMemory : public ::testing::Test {
   std::string path_;
 };
 
+// What a hunt handed on, in the order it did: "R3" a result for case 3, "L3" case 3 lost.
+struct Seen {
+  std::vector<std::string> events;
+  std::vector<CaseLost> lost;
+  WorkerHunt hunt(std::function<bool(int64_t)> should_stop, std::function<CaseResult(int64_t)> check,
+                  std::function<void()> prepare = [] {}) {
+    return {std::move(prepare), std::move(should_stop), std::move(check),
+            [this](int64_t i, const CaseResult& result) {
+              EXPECT_EQ(result.op_executions, i);
+              events.push_back("R" + std::to_string(i));
+            },
+            [this](int64_t i, const CaseLost& case_lost) {
+              events.push_back("L" + std::to_string(i));
+              lost.push_back(case_lost);
+            }};
+  }
+};
+
+CaseResult numbered(int64_t i) {
+  CaseResult result;
+  result.op_executions = i;
+  return result;
+}
+
+std::vector<std::string> events(std::initializer_list<const char*> list) { return {list.begin(), list.end()}; }
+
 TEST_F(OutOfMemory, a_sigkill_while_the_count_goes_up_is_a_kill_for_memory) {
   EXPECT_EQ(oom_kills(), 7);
   for (const bool counted : {true, false}) {
-    std::vector<int64_t> handled;
-    const HuntOutcome outcome = hunt_in_worker(
-        0, {[] {}, [](int64_t i) { return i >= 10; },
-            [&](int64_t i) {
-              // What the kernel does: counts the kill, then kills.
-              if (i == 2) {
-                if (counted) write_count(8);
-                raise(SIGKILL);
-              }
-              return CaseResult{};
-            },
-            [&](int64_t i, const CaseResult&) { handled.push_back(i); }});
-    EXPECT_EQ(handled, (std::vector<int64_t>{0, 1})) << counted;
-    EXPECT_EQ(outcome.crashed_case, std::optional<int64_t>(2)) << counted;
-    EXPECT_EQ(outcome.killed_for_memory, counted) << "the same SIGKILL without the count is a crash";
-    EXPECT_EQ(outcome.status, "was killed by signal 9 (Killed)");
+    Seen seen;
+    const HuntOutcome outcome = hunt_in_workers(1, seen.hunt([](int64_t i) { return i >= 4; }, [&](int64_t i) {
+      // What the kernel does: counts the kill, then kills.
+      if (i == 2) {
+        if (counted) write_count(8);
+        raise(SIGKILL);
+      }
+      return numbered(i);
+    }));
+    EXPECT_EQ(seen.events, events({"R0", "R1", "L2", "R3"})) << counted;
+    ASSERT_EQ(seen.lost.size(), 1u);
+    EXPECT_EQ(seen.lost[0].killed_for_memory, counted) << "the same SIGKILL without the count is a crash";
+    EXPECT_EQ(seen.lost[0].status, "was killed by signal 9 (Killed)");
+    EXPECT_EQ(outcome.failed, "");
     write_count(7);
   }
 }
 
-TEST(Hunt, a_crash_names_the_case_in_progress_and_the_cases_before_it_arrive) {
-  std::vector<int64_t> handled;
-  const HuntOutcome outcome = hunt_in_worker(
-      5, {[] {}, [](int64_t i) { return i >= 100; },
-          [](int64_t i) {
-            if (i == 8) std::abort();
-            CaseResult result;
-            result.op_executions = i;
-            return result;
-          },
-          [&](int64_t i, const CaseResult& result) {
-            EXPECT_EQ(result.op_executions, i);
-            handled.push_back(i);
-          }});
-  EXPECT_EQ(handled, (std::vector<int64_t>{5, 6, 7}));
-  EXPECT_TRUE(outcome.started);
-  EXPECT_FALSE(outcome.finished);
-  EXPECT_EQ(outcome.crashed_case, std::optional<int64_t>(8));
-  EXPECT_FALSE(outcome.killed_for_memory);
-  EXPECT_EQ(outcome.status, "was killed by signal 6 (Aborted)");
+TEST(Hunt, a_crash_loses_its_case_and_a_new_worker_goes_on_from_the_next) {
+  Seen seen;
+  const HuntOutcome outcome = hunt_in_workers(1, seen.hunt([](int64_t i) { return i >= 11; }, [](int64_t i) {
+    if (i == 8) std::abort();
+    return numbered(i);
+  }));
+  EXPECT_EQ(seen.events, events({"R0", "R1", "R2", "R3", "R4", "R5", "R6", "R7", "L8", "R9", "R10"}));
+  ASSERT_EQ(seen.lost.size(), 1u);
+  EXPECT_FALSE(seen.lost[0].killed_for_memory);
+  EXPECT_EQ(seen.lost[0].status, "was killed by signal 6 (Aborted)");
+  EXPECT_EQ(outcome.failed, "");
 }
 
-TEST(Hunt, ends_finished_at_its_limit_and_says_why_it_could_not_start) {
-  int handled = 0;
-  const HuntOutcome done =
-      hunt_in_worker(0, {[] {}, [](int64_t i) { return i >= 4; }, [](int64_t) { return CaseResult{}; },
-                         [&](int64_t, const CaseResult&) { ++handled; }});
-  EXPECT_TRUE(done.finished);
-  EXPECT_EQ(handled, 4);
-  EXPECT_EQ(done.crashed_case, std::nullopt);
-  const HuntOutcome refused = hunt_in_worker(
-      0, {[] { throw std::runtime_error("no CUDA device"); }, [](int64_t) { return false; },
-          [](int64_t) { return CaseResult{}; }, [](int64_t, const CaseResult&) { ADD_FAILURE(); }});
-  EXPECT_FALSE(refused.started);
-  EXPECT_FALSE(refused.finished);
-  EXPECT_EQ(refused.error, "no CUDA device");
-  EXPECT_EQ(refused.crashed_case, std::nullopt);
+// With several jobs each case is checked once, by one worker, and everything is handed on in
+// case order, whichever worker was first: a crash in one worker stops no other.
+TEST(Hunt, several_jobs_check_each_case_once_and_hand_them_on_in_order) {
+  for (const int jobs : {2, 3}) {
+    Seen seen;
+    const HuntOutcome outcome = hunt_in_workers(jobs, seen.hunt([](int64_t i) { return i >= 12; }, [](int64_t i) {
+      if (i == 4) std::abort();
+      // Later cases finish first: worker 0's cases are slow.
+      if (i % 2 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      return numbered(i);
+    }));
+    EXPECT_EQ(seen.events,
+              events({"R0", "R1", "R2", "R3", "L4", "R5", "R6", "R7", "R8", "R9", "R10", "R11"}))
+        << jobs << " jobs";
+    EXPECT_EQ(outcome.failed, "");
+  }
+}
+
+TEST(Hunt, ends_at_its_limit_and_says_why_it_could_not_start) {
+  Seen done;
+  EXPECT_EQ(hunt_in_workers(2, done.hunt([](int64_t i) { return i >= 4; }, numbered)).failed, "");
+  EXPECT_EQ(done.events, events({"R0", "R1", "R2", "R3"}));
+  Seen refused;
+  const HuntOutcome outcome = hunt_in_workers(
+      2, refused.hunt([](int64_t) { return false; }, numbered, [] { throw std::runtime_error("no CUDA device"); }));
+  EXPECT_EQ(refused.events, events({}));
+  EXPECT_EQ(outcome.failed, "the worker could not start (exited with status 3): no CUDA device");
 }
 
 // An exception that escapes a case ends the worker there, and says what it was: `run` reports
 // the text with the case, never a bare exit status.
 TEST(Hunt, an_exception_in_a_case_names_the_case_and_its_text) {
-  std::vector<int64_t> handled;
-  const HuntOutcome outcome = hunt_in_worker(
-      0, {[] {}, [](int64_t i) { return i >= 10; },
-          [](int64_t i) {
-            if (i == 2) throw std::runtime_error("'CudaRNGStatesTracker' object has no attribute '_current_state_name'");
-            return CaseResult{};
-          },
-          [&](int64_t i, const CaseResult&) { handled.push_back(i); }});
-  EXPECT_EQ(handled, (std::vector<int64_t>{0, 1}));
-  EXPECT_EQ(outcome.crashed_case, std::optional<int64_t>(2));
-  EXPECT_EQ(outcome.status, "exited with status 3");
-  EXPECT_EQ(outcome.error, "'CudaRNGStatesTracker' object has no attribute '_current_state_name'");
+  Seen seen;
+  hunt_in_workers(1, seen.hunt([](int64_t i) { return i >= 4; }, [](int64_t i) {
+    if (i == 2) throw std::runtime_error("'CudaRNGStatesTracker' object has no attribute '_current_state_name'");
+    return numbered(i);
+  }));
+  EXPECT_EQ(seen.events, events({"R0", "R1", "L2", "R3"}));
+  ASSERT_EQ(seen.lost.size(), 1u);
+  EXPECT_EQ(seen.lost[0].status, "exited with status 3");
+  EXPECT_EQ(seen.lost[0].error, "'CudaRNGStatesTracker' object has no attribute '_current_state_name'");
 }
 
-// Ctrl-C while the worker is stuck in a case: passed on to the worker, which is killed 0.4 s
-// later; the case in progress is named, and this process is still here to report.
-TEST(Interrupts, a_worker_stuck_in_its_case_is_killed_after_the_grace) {
+// Ctrl-C while workers are stuck in their cases: passed on to every worker, each killed 0.4 s
+// later; the cases in progress are left out, and this process is still here to report.
+TEST(Interrupts, workers_stuck_in_their_cases_are_killed_after_the_grace) {
   stop_on_interrupt();
   std::thread ctrl_c([] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     kill(getpid(), SIGINT);
   });
   const auto start = std::chrono::steady_clock::now();
-  const HuntOutcome outcome = hunt_in_worker(
-      0, {[] {}, [](int64_t) { return false; },
-          [](int64_t i) {
-            while (i == 1) pause();  // an interrupt does not end this case
-            return CaseResult{};
-          },
-          [](int64_t, const CaseResult&) {}});
+  Seen seen;
+  const HuntOutcome outcome = hunt_in_workers(2, seen.hunt([](int64_t) { return false; }, [](int64_t i) {
+    while (i >= 2) pause();  // an interrupt does not end these cases
+    return numbered(i);
+  }));
   ctrl_c.join();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_TRUE(interrupted());
   EXPECT_EQ(interrupt_signal(), SIGINT);
-  EXPECT_EQ(outcome.crashed_case, std::optional<int64_t>(1));
-  EXPECT_EQ(outcome.status, "was killed by signal 9 (Killed)");
-  EXPECT_LT(seconds, 30.0) << "the worker was not killed";
+  EXPECT_EQ(seen.events, events({"R0", "R1"})) << "the cases in progress are left out";
+  EXPECT_EQ(outcome.failed, "");
+  EXPECT_LT(seconds, 30.0) << "the workers were not killed";
 }
 
 TEST(ResultsJson, a_case_result_crosses_the_process_boundary_whole) {
