@@ -1,5 +1,6 @@
 // recheck mutants: hunt every mutant variant, and check the correct ones raise no alarm.
 #include <algorithm>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -11,7 +12,9 @@
 #include "cli/command.h"
 #include "properties/generator.h"
 #include "properties/report.h"
+#include "properties/corpus.h"
 #include "runner/interrupts.h"
+#include "runner/pool.h"
 #include "suts/checkpoint.h"
 
 namespace recheck::cli {
@@ -34,6 +37,8 @@ options:
   --budget N        cases per hunt before the mutant counts as survived (default 200)
   --seed N          first seed; hunt r starts at draw seed N + r * 1000003 (default 1)
   --mutant NAMES    only these mutants, comma-separated
+  --jobs N          run the hunts in N worker processes at once (default 1: in this process;
+                    0: one per core); the table is the same for every N, times aside
   --json FILE       write the table as data ('-' for standard output)
 )";
 
@@ -44,11 +49,39 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+// One hunt's outcome, as a task answers it (a line of JSON).
+struct HuntRow {
+  bool done = false;  // false: not run (interrupted)
+  bool killed = false;
+  int64_t cases = 0;
+  double seconds = 0;
+  uint64_t draw_seed = 0;
+  std::string killer;  // "PROPERTY CLASSIFICATION", or how the worker died
+};
+
+// Tasks 0..count-1 here, one after another (one job: as before, in this process), or in worker
+// processes (runner/pool.h); the answers by task index, "" for one not run (interrupted) and
+// "died: HOW" for one whose worker died.
+std::vector<std::string> answers_of(int jobs, int64_t count, const std::function<std::string(int64_t)>& task) {
+  std::vector<std::string> answers(static_cast<size_t>(count));
+  if (jobs <= 1) {
+    for (int64_t i = 0; i < count && !runner::interrupted(); ++i) answers[static_cast<size_t>(i)] = task(i);
+    return answers;
+  }
+  const std::vector<runner::TaskAnswer> pooled = runner::run_tasks(jobs, count, task);
+  for (size_t i = 0; i < pooled.size(); ++i) {
+    if (pooled[i].text) answers[i] = *pooled[i].text;
+    else if (!pooled[i].died.empty()) answers[i] = "died: " + pooled[i].died;
+  }
+  return answers;
+}
+
 int command_mutants(const Args& args) {
   check_output_files(args, {"json"});
   const int64_t seeds = args.number("seeds", 10, 1, 1000);
   const int64_t budget = args.number("budget", 200, 1, INT64_MAX / 2);
   const uint64_t first_seed = static_cast<uint64_t>(args.number("seed", 1, 0, INT64_MAX / 4));
+  const int jobs = jobs_option(args);
   std::set<std::string> only;
   if (args.has("mutant")) {
     std::stringstream list(args.get("mutant", ""));
@@ -67,31 +100,68 @@ int command_mutants(const Args& args) {
   auto oracle = make_checkpoint("nonclearing");
   auto start_of = [&](int64_t r) { return first_seed + static_cast<uint64_t>(r) * 1000003ULL; };
 
+  // Every hunt (mutant, seed) is a task; with --jobs they run in worker processes at once.
+  std::vector<const Variant*> mutants;
+  for (const Variant& variant : variants()) {
+    if (variant.is_mutant && (only.empty() || only.count(variant.name))) mutants.push_back(&variant);
+  }
+  const std::vector<std::string> hunt_answers =
+      answers_of(jobs, static_cast<int64_t>(mutants.size()) * seeds, [&](int64_t task) {
+        MegatronCheckpoint mutant(*mutants[static_cast<size_t>(task / seeds)]);
+        const Hunt h = hunt(*oracle, mutant, gen, start_of(task % seeds), budget);
+        json answer = {{"killed", h.killed}, {"cases", h.cases}, {"seconds", h.seconds}};
+        if (h.killed) {
+          answer["draw_seed"] = h.draw_seed;
+          answer["killer"] = h.property + " " + to_string(h.classification);
+        }
+        return answer.dump();
+      });
+  auto row_of = [&](const std::string& answer) {
+    HuntRow row;
+    if (answer.empty()) return row;
+    row.done = true;
+    if (answer.rfind("died: ", 0) == 0) {  // the mutant crashed its worker: a kill, said how
+      row.killed = true;
+      row.cases = 1;
+      row.killer = std::string(kCrashProperty) + " " + kCrash + " (" + answer.substr(6) + ")";
+      return row;
+    }
+    const json j = json::parse(answer);
+    row.killed = j.at("killed").get<bool>();
+    row.cases = j.at("cases").get<int64_t>();
+    row.seconds = j.at("seconds").get<double>();
+    if (row.killed) {
+      row.draw_seed = j.at("draw_seed").get<uint64_t>();
+      row.killer = j.at("killer").get<std::string>();
+    }
+    return row;
+  };
+
   std::cout << std::left << std::setw(28) << "mutant" << std::setw(10) << "result" << std::setw(36) << "killed by"
             << std::right << std::setw(11) << "first kill" << std::setw(8) << "median" << std::setw(9) << "seconds"
             << "\n";
   json rows = json::array();
   bool all_killed = true;
   int64_t longest_hunt = 0;
-  for (const Variant& variant : variants()) {
-    if (!variant.is_mutant || (!only.empty() && !only.count(variant.name))) continue;
-    MegatronCheckpoint mutant(variant);
-    std::vector<Hunt> hunts;
+  for (size_t m = 0; m < mutants.size(); ++m) {
+    const Variant& variant = *mutants[m];
+    std::vector<HuntRow> hunts;
     std::vector<double> cases_to_kill;
     std::map<std::string, int> killers;
     double seconds = 0;
-    if (runner::interrupted()) break;  // the mutants not hunted yet are left out of the table
-    for (int64_t r = 0; r < seeds && !runner::interrupted(); ++r) {
-      hunts.push_back(hunt(*oracle, mutant, gen, start_of(r), budget));
-      const Hunt& h = hunts.back();
+    for (int64_t r = 0; r < seeds; ++r) {
+      const HuntRow h = row_of(hunt_answers[m * static_cast<size_t>(seeds) + static_cast<size_t>(r)]);
+      if (!h.done) break;  // interrupted: the hunts not run are left out
+      hunts.push_back(h);
       seconds += h.seconds;
       longest_hunt = std::max(longest_hunt, h.cases);
       // A survived hunt counts as one more than the budget, so the median says "over budget".
       cases_to_kill.push_back(h.killed ? static_cast<double>(h.cases) : static_cast<double>(budget + 1));
-      if (h.killed) ++killers[h.property + " " + to_string(h.classification)];
+      if (h.killed) ++killers[h.killer];
     }
+    if (hunts.empty()) break;  // the mutants not hunted yet are left out of the table
     int killed = 0;
-    for (const Hunt& h : hunts) killed += h.killed;
+    for (const HuntRow& h : hunts) killed += h.killed;
     std::string killer;
     int best = 0;
     for (const auto& [name, count] : killers) {
@@ -105,17 +175,18 @@ int command_mutants(const Args& args) {
     else med_text << med;
     std::cout << std::left << std::setw(28) << variant.name << std::setw(10) << (killed == 0 ? "survived" : "killed")
               << std::setw(36) << (killer.empty() ? "-" : killer) << std::right
-              << std::setw(11) << (hunts.empty() || !hunts[0].killed ? "-" : std::to_string(hunts[0].cases))
+              << std::setw(11) << (!hunts[0].killed ? "-" : std::to_string(hunts[0].cases))
               << std::setw(8) << med_text.str() << std::setw(9) << std::fixed << std::setprecision(1) << seconds
               << std::defaultfloat << "   " << killed_of << "\n";
     json per_seed = json::array();
     for (size_t r = 0; r < hunts.size(); ++r) {
-      const Hunt& h = hunts[r];
+      const HuntRow& h = hunts[r];
       json row = {{"first_seed", start_of(static_cast<int64_t>(r))}, {"killed", h.killed}, {"cases", h.cases}, {"seconds", h.seconds}};
       if (h.killed) {
         row["draw_seed"] = h.draw_seed;
-        row["property"] = h.property;
-        row["classification"] = to_string(h.classification);
+        const size_t space = h.killer.find(' ');
+        row["property"] = h.killer.substr(0, space);
+        row["classification"] = space == std::string::npos ? "" : h.killer.substr(space + 1);
       }
       per_seed.push_back(std::move(row));
     }
@@ -130,33 +201,57 @@ int command_mutants(const Args& args) {
   }
 
   // The control: the change and each equivalent rewrite of it over as many cases as the longest
-  // hunt, from every hunt's seed. Any alarm on them is a false alarm of recheck.
+  // hunt, from every hunt's seed. Any alarm on them is a false alarm of recheck. One task per
+  // variant and seed.
   const int64_t control_cases = std::max<int64_t>(longest_hunt, 1);
+  std::vector<const Variant*> correct_variants;
+  for (const Variant& variant : variants()) {
+    if (variant.name == "clearing" || variant.is_equivalent) correct_variants.push_back(&variant);
+  }
+  const std::vector<std::string> control_answers =
+      answers_of(runner::interrupted() ? 1 : jobs, runner::interrupted() ? 0 : static_cast<int64_t>(correct_variants.size()) * seeds,
+                 [&](int64_t task) {
+                   MegatronCheckpoint correct(*correct_variants[static_cast<size_t>(task / seeds)]);
+                   int64_t alarms = 0;
+                   int64_t checked = 0;
+                   std::string first;
+                   for (int64_t i = 0; i < control_cases && !runner::interrupted(); ++i) {
+                     const uint64_t draw_seed = start_of(task % seeds) + static_cast<uint64_t>(i);
+                     const CaseResult result = check_case(draw_case(gen, draw_seed), *oracle, correct);
+                     ++checked;
+                     const PropertyResult* alarm = result.first_alarm();
+                     if (alarm == nullptr) continue;
+                     ++alarms;
+                     if (first.empty()) {
+                       first = alarm->property + " " + to_string(alarm->classification) + " on draw seed " +
+                               std::to_string(draw_seed);
+                     }
+                   }
+                   return json{{"checked", checked}, {"alarms", alarms}, {"first", first}}.dump();
+                 });
   int64_t control_alarms = 0;
   json control = json::array();
-  for (const Variant& variant : variants()) {
-    if (variant.name != "clearing" && !variant.is_equivalent) continue;
-    MegatronCheckpoint correct(variant);
+  for (size_t v = 0; v < correct_variants.size() && !control_answers.empty(); ++v) {
     int64_t alarms = 0;
     int64_t checked = 0;
     std::string first;
-    for (int64_t r = 0; r < seeds && !runner::interrupted(); ++r) {
-      for (int64_t i = 0; i < control_cases && !runner::interrupted(); ++i) {
-        const uint64_t draw_seed = start_of(r) + static_cast<uint64_t>(i);
-        const CaseResult result = check_case(draw_case(gen, draw_seed), *oracle, correct);
-        ++checked;
-        const PropertyResult* alarm = result.first_alarm();
-        if (alarm == nullptr) continue;
-        ++alarms;
-        if (first.empty()) {
-          first = alarm->property + " " + to_string(alarm->classification) + " on draw seed " + std::to_string(draw_seed);
-        }
+    for (int64_t r = 0; r < seeds; ++r) {
+      const std::string& answer = control_answers[v * static_cast<size_t>(seeds) + static_cast<size_t>(r)];
+      if (answer.empty()) continue;  // interrupted
+      if (answer.rfind("died: ", 0) == 0) {
+        ++alarms;  // a correct variant crashed its worker: as loud as an alarm
+        if (first.empty()) first = "the worker " + answer.substr(6);
+        continue;
       }
+      const json j = json::parse(answer);
+      checked += j.at("checked").get<int64_t>();
+      alarms += j.at("alarms").get<int64_t>();
+      if (first.empty()) first = j.at("first").get<std::string>();
     }
     control_alarms += alarms;
-    std::cout << "control: " << variant.name << " raised " << alarms << " alarms in " << checked << " cases"
+    std::cout << "control: " << correct_variants[v]->name << " raised " << alarms << " alarms in " << checked << " cases"
               << (first.empty() ? "" : " (first: " + first + ")") << "\n";
-    control.push_back({{"variant", variant.name}, {"cases", checked}, {"alarms", alarms}});
+    control.push_back({{"variant", correct_variants[v]->name}, {"cases", checked}, {"alarms", alarms}});
   }
   // Interrupted: what was hunted so far is judged (exit 1 for a survivor, else 130 or 143).
   const bool ok = all_killed && control_alarms == 0;
@@ -179,6 +274,6 @@ int command_mutants(const Args& args) {
 
 }  // namespace
 
-const Command kMutants{"mutants", "run the suite against every mutant variant and print which it kills, how fast", kMutantsHelp, {}, {"seeds", "budget", "seed", "mutant", "json"}, command_mutants, true};
+const Command kMutants{"mutants", "run the suite against every mutant variant and print which it kills, how fast", kMutantsHelp, {}, {"seeds", "budget", "seed", "mutant", "json", "jobs"}, command_mutants, true};
 
 }  // namespace recheck::cli

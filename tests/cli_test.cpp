@@ -91,6 +91,21 @@ TEST(Cli, mutants_reports_each_hunt_and_the_control) {
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("\"median_cases_to_kill\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"ok\": true"), std::string::npos) << text;
+  // The hunts in two worker processes: the same table, times aside.
+  const std::string jobs_path = ::testing::TempDir() + "/mutants-jobs.json";
+  const Result two = run("mutants --mutant clear-before-collect,recompute-no-grad --seeds 2 --budget 100 --jobs 2 --json " +
+                         jobs_path);
+  EXPECT_EQ(two.exit_code, 0) << two.output;
+  const auto without_times = [](const std::string& path) {
+    std::ifstream report(path);
+    nlohmann::json j = nlohmann::json::parse(report);
+    for (auto& mutant : j.at("mutants")) {
+      mutant.erase("seconds");
+      for (auto& hunt : mutant.at("per_seed")) hunt.erase("seconds");
+    }
+    return j.dump(1);
+  };
+  EXPECT_EQ(without_times(jobs_path), without_times(json_path));
 }
 
 TEST(Cli, mutants_refuses_a_variant_that_is_not_a_mutant) {
