@@ -4,6 +4,8 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "properties/corpus.h"
 #include "properties/report.h"
 #include "runner/case_worker.h"
+#include "runner/pool.h"
 
 namespace recheck::cli {
 
@@ -27,6 +30,8 @@ classification "crash" (a crash finding of `recheck run`) means the variant cras
 checking the case: that variant is checked in a child process. Prints one line per expectation;
 an expectation this build or machine cannot check (a Python variant without the bridge, a CUDA
 case without CUDA, a case too large for its memory) is printed as skipped. --limits as for show.
+--jobs N replays the files in N worker processes at once (default 1: in this process; 0: one
+per core), printing them in the same order.
 Exit codes: 0 every expectation holds; 1 one does not; 2 a file is not a valid case.
 )";
 
@@ -55,70 +60,125 @@ std::vector<std::string> corpus_files(const std::vector<std::string>& paths) {
   return files;
 }
 
+// What replaying one file gave: the lines it prints, the expectations as data, and the counts.
+struct FileReplay {
+  std::string printed;
+  json lines = json::array();
+  int held = 0;
+  int failed = 0;
+  int skipped = 0;
+
+  json to_json() const {
+    return {{"printed", printed}, {"lines", lines}, {"held", held}, {"failed", failed}, {"skipped", skipped}};
+  }
+  static FileReplay from_json(const json& j) {
+    FileReplay r;
+    r.printed = j.at("printed").get<std::string>();
+    r.lines = j.at("lines");
+    r.held = j.at("held").get<int>();
+    r.failed = j.at("failed").get<int>();
+    r.skipped = j.at("skipped").get<int>();
+    return r;
+  }
+};
+
+FileReplay replay_file(const std::string& file, const Limits& limits, CheckpointImplementation& oracle,
+                       std::map<std::string, std::unique_ptr<CheckpointImplementation>>& suts) {
+  FileReplay out;
+  std::ostringstream print;
+  const Case c = load_case_file(file, limits);
+  // A CUDA case where CUDA is missing cannot run: skipped and said so, like a Python variant
+  // without the bridge.
+  const bool no_device = !runner::device_missing(c.device).empty();
+  const std::vector<Expectation> expectations = expectations_of(c);
+  for (std::size_t i = 0; i < expectations.size(); ++i) {
+    const Expectation& e = expectations[i];
+    const std::string field = file + ": case.expect[" + std::to_string(i) + "]";
+    check_expectation(e, field);
+    if (!suts.count(e.sut) && !python_bridge_built() && needs_python_bridge(e.sut)) {
+      suts[e.sut] = nullptr;  // this build cannot run it: skipped, and said so
+    } else if (!suts.count(e.sut)) {
+      try {
+        suts[e.sut] = make_checkpoint(e.sut);
+      } catch (const std::invalid_argument& error) {
+        throw CaseError(field + ".sut: " + error.what());
+      }
+    }
+  }
+  // A variant the case records crashing is checked in a process of its own, as `run` did.
+  std::map<std::string, runner::IsolatedCheck> results;
+  for (const Expectation& e : expectations) {
+    if (!suts.at(e.sut) || no_device) {
+      ++out.skipped;
+      print << "skip  " << file << "  " << e.sut << " " << e.property << " " << e.classification
+            << (no_device ? " (needs a " + c.device + " device)\n" : " (needs the Python bridge: see build-py, ci/python)\n");
+      continue;
+    }
+    if (!results.count(e.sut)) {
+      const bool crashes = std::any_of(expectations.begin(), expectations.end(), [&](const Expectation& x) {
+        return x.sut == e.sut && x.property == kCrashProperty;
+      });
+      // A CUDA case too: CUDA started in this process could not be used by a later worker.
+      results.emplace(e.sut, crashes || c.device == "cuda" ? runner::check_isolated(c, file, oracle, *suts[e.sut], limits)
+                                                           : runner::IsolatedCheck{check_case(c, oracle, *suts[e.sut]), ""});
+    }
+    const runner::IsolatedCheck& isolated = results.at(e.sut);
+    static const CaseResult kNone;
+    const CaseResult& result = isolated.result ? *isolated.result : kNone;
+    if (isolated.result && !result.skipped.empty()) {
+      // Too large for this machine's memory: it cannot tell, as `run` counts such a case.
+      ++out.skipped;
+      print << "skip  " << file << "  " << e.sut << " " << e.property << " " << e.classification << " ("
+            << result.skipped << ")\n";
+      continue;
+    }
+    const std::string got = observed(e, isolated.result ? &result : nullptr);
+    const bool ok = got == e.classification;
+    (ok ? out.held : out.failed) += 1;
+    print << (ok ? "ok    " : "FAIL  ") << file << "  " << e.sut << " " << e.property << " " << e.classification
+          << (ok ? "" : ", got " + got) << "\n";
+    out.lines.push_back({{"file", file}, {"sut", e.sut}, {"property", e.property}, {"expected", e.classification},
+                         {"got", got}, {"ok", ok}});
+  }
+  out.printed = print.str();
+  return out;
+}
+
 int command_replay(const Args& args) {
   if (args.positional().empty()) throw UsageError("replay takes case files or folders");
   check_output_files(args, {"json"});
   const Limits limits = limits_of(args);
+  const int jobs = jobs_option(args);
   const auto oracle = make_variant(args.get("oracle", "nonclearing"));
   std::map<std::string, std::unique_ptr<CheckpointImplementation>> suts;
   int held = 0;
   int failed = 0;
   int skipped = 0;
   json lines = json::array();
-  for (const std::string& file : corpus_files(args.positional())) {
-    const Case c = load_case_file(file, limits);
-    // A CUDA case where CUDA is missing cannot run: skipped and said so, like a Python variant
-    // without the bridge.
-    const bool no_device = !runner::device_missing(c.device).empty();
-    const std::vector<Expectation> expectations = expectations_of(c);
-    for (std::size_t i = 0; i < expectations.size(); ++i) {
-      const Expectation& e = expectations[i];
-      const std::string field = file + ": case.expect[" + std::to_string(i) + "]";
-      check_expectation(e, field);
-      if (!suts.count(e.sut) && !python_bridge_built() && needs_python_bridge(e.sut)) {
-        suts[e.sut] = nullptr;  // this build cannot run it: skipped, and said so
-      } else if (!suts.count(e.sut)) {
-        try {
-          suts[e.sut] = make_checkpoint(e.sut);
-        } catch (const std::invalid_argument& error) {
-          throw CaseError(field + ".sut: " + error.what());
-        }
-      }
-    }
-    // A variant the case records crashing is checked in a process of its own, as `run` did.
-    std::map<std::string, runner::IsolatedCheck> results;
-    for (const Expectation& e : expectations) {
-      if (!suts.at(e.sut) || no_device) {
-        ++skipped;
-        std::cout << "skip  " << file << "  " << e.sut << " " << e.property << " " << e.classification
-                  << (no_device ? " (needs a " + c.device + " device)\n" : " (needs the Python bridge: see build-py, ci/python)\n");
-        continue;
-      }
-      if (!results.count(e.sut)) {
-        const bool crashes = std::any_of(expectations.begin(), expectations.end(), [&](const Expectation& x) {
-          return x.sut == e.sut && x.property == kCrashProperty;
+  auto add = [&](const FileReplay& r) {
+    std::cout << r.printed;
+    held += r.held;
+    failed += r.failed;
+    skipped += r.skipped;
+    for (const json& line : r.lines) lines.push_back(line);
+  };
+  const std::vector<std::string> files = corpus_files(args.positional());
+  if (jobs <= 1) {
+    for (const std::string& file : files) add(replay_file(file, limits, *oracle, suts));
+  } else {
+    // One task per file, in worker processes; printed in the files' order, as with one job.
+    const std::vector<runner::TaskAnswer> answers =
+        runner::run_tasks(jobs, static_cast<int64_t>(files.size()), [&](int64_t i) {
+          return replay_file(files[static_cast<size_t>(i)], limits, *oracle, suts).to_json().dump();
         });
-        // A CUDA case too: CUDA started in this process could not be used by a later worker.
-        results.emplace(e.sut, crashes || c.device == "cuda" ? runner::check_isolated(c, file, *oracle, *suts[e.sut], limits)
-                                                             : runner::IsolatedCheck{check_case(c, *oracle, *suts[e.sut]), ""});
+    for (size_t i = 0; i < answers.size(); ++i) {
+      if (answers[i].text) {
+        add(FileReplay::from_json(json::parse(*answers[i].text)));
+      } else if (!answers[i].error.empty()) {
+        throw CaseError(answers[i].error);  // the file is not a valid case: as with one job
+      } else if (!answers[i].died.empty()) {
+        throw std::runtime_error(files[i] + ": the process replaying it " + answers[i].died);
       }
-      const runner::IsolatedCheck& isolated = results.at(e.sut);
-      static const CaseResult kNone;
-      const CaseResult& result = isolated.result ? *isolated.result : kNone;
-      if (isolated.result && !result.skipped.empty()) {
-        // Too large for this machine's memory: it cannot tell, as `run` counts such a case.
-        ++skipped;
-        std::cout << "skip  " << file << "  " << e.sut << " " << e.property << " " << e.classification << " ("
-                  << result.skipped << ")\n";
-        continue;
-      }
-      const std::string got = observed(e, isolated.result ? &result : nullptr);
-      const bool ok = got == e.classification;
-      (ok ? held : failed) += 1;
-      std::cout << (ok ? "ok    " : "FAIL  ") << file << "  " << e.sut << " " << e.property << " "
-                << e.classification << (ok ? "" : ", got " + got) << "\n";
-      lines.push_back({{"file", file}, {"sut", e.sut}, {"property", e.property}, {"expected", e.classification},
-                       {"got", got}, {"ok", ok}});
     }
   }
   if (held + failed + skipped == 0) throw UsageError("no case file (*.json) under the paths given");
@@ -134,6 +194,6 @@ int command_replay(const Args& args) {
 
 }  // namespace
 
-const Command kReplay{"replay", "replay corpus cases (files or folders) and check what each one records it shows", kReplayHelp, {}, {"oracle", "json", "limits"}, command_replay, false};
+const Command kReplay{"replay", "replay corpus cases (files or folders) and check what each one records it shows", kReplayHelp, {}, {"oracle", "json", "limits", "jobs"}, command_replay, false};
 
 }  // namespace recheck::cli

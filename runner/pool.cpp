@@ -70,6 +70,8 @@ std::vector<TaskAnswer> run_tasks(int jobs, int64_t count, const std::function<s
           answers[static_cast<size_t>(index)].text = line.substr(7 + end + 1);
           w.in_progress.reset();
           w.next = index + stride;
+        } else if (line.rfind("error ", 0) == 0 && w.in_progress) {
+          answers[static_cast<size_t>(*w.in_progress)].error = line.substr(6);
         }
       }
       if (!ended) continue;

@@ -316,6 +316,10 @@ TEST(Replay, the_corpus_holds_every_expectation_it_records) {
   const Result r = run_shell(kRecheck + " replay " + std::string(RECHECK_SOURCE_DIR) + "/corpus");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(" 0 do not"), std::string::npos) << r.output;
+  // The files replayed in three worker processes: the same lines in the same order.
+  const Result jobs = run_shell(kRecheck + " replay " + std::string(RECHECK_SOURCE_DIR) + "/corpus --jobs 3");
+  EXPECT_EQ(jobs.exit_code, 0) << jobs.output;
+  EXPECT_EQ(jobs.output, r.output);
 }
 
 TEST(Replay, a_wrong_expectation_fails_and_says_what_was_seen) {
