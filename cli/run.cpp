@@ -51,7 +51,9 @@ options:
                     distributes, the verdicts taken on rank 0: Megatron's split and gather run
                     across processes. Needs Megatron's Python variants as --sut and --oracle
   --jobs N          check cases in N worker processes at once (default 1; 0: one per core); the
-                    report is the same for every N, cases being reported in their order
+                    report is the same for every N, cases being reported in their order. On
+                    CPU each run is held to its share of the available memory (as with
+                    --cpu-memory-budget, which sets it instead)
   --no-isolate      check cases in this process (for a debugger); by default they run in a
                     worker process, and a case that crashes it (abort, segmentation fault) is
                     reported as a `crash` finding with its case saved, and the run goes on;
@@ -91,11 +93,24 @@ int command_run(const Args& args) {
   if (jobs > 1 && args.flag("no-isolate")) throw UsageError("--jobs above 1 checks cases in worker processes: not with --no-isolate");
   RunOptions run_options;
   run_options.cpu_memory_budget = args.number("cpu-memory-budget", 0, 0, INT64_MAX / 2);
+  // Several workers share the machine's memory: each run gets its share of what is available
+  // now, so that a case too large for it is skipped, as one too large for the machine is, and
+  // one worker's case cannot take the memory another's needs.
+  std::string share_note;
+  if (jobs > 1 && gen.device == "cpu" && !args.has("cpu-memory-budget")) {
+    const int64_t available = runner::memory_available();
+    if (available > 0) {
+      run_options.cpu_memory_budget = available / jobs;
+      share_note = ", each run held to " + std::to_string(run_options.cpu_memory_budget / (1 << 20)) +
+                   " MiB (the available memory's share of " + std::to_string(jobs) + " jobs)";
+    }
+  }
 
   std::cerr << "recheck run: sut " << sut->name() << " against oracle " << oracle->name() << ", seed " << seed
             << ", " << (cases > 0 ? std::to_string(cases) + " cases" : "") << (cases > 0 && seconds > 0 ? " or " : "")
             << (seconds > 0 ? std::to_string(seconds) + " s" : "") << ", device " << gen.device
-            << (world_size > 1 ? ", world size " + std::to_string(world_size) : "") << "\n";
+            << (world_size > 1 ? ", world size " + std::to_string(world_size) : "")
+            << (jobs > 1 ? ", " + std::to_string(jobs) + " jobs" : "") << share_note << "\n";
   // Where Python code came from, at once: a typo in PYTHONPATH shows here as the installed copy.
   json provenance = json::object();
   std::string code_note;  // the same, in each finding's note

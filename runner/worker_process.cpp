@@ -46,6 +46,19 @@ int64_t oom_kills() {
   return -1;
 }
 
+int64_t memory_available() {
+  const char* path = std::getenv("RECHECK_MEMINFO");
+  std::ifstream in(path != nullptr && *path != '\0' ? path : "/proc/meminfo");
+  std::string key;
+  int64_t value = 0;
+  std::string unit;
+  while (in >> key >> value) {
+    std::getline(in, unit);  // " kB"
+    if (key == "MemAvailable:") return value * 1024;
+  }
+  return -1;
+}
+
 bool killed_for_memory(int status, int64_t kills_before) {
   return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && kills_before >= 0 && oom_kills() > kills_before;
 }

@@ -29,6 +29,11 @@ bool write_all(int fd, const std::string& text);
 // shared machine.
 int64_t oom_kills();
 
+// The memory the kernel says is available for new work (`MemAvailable` in /proc/meminfo), in
+// bytes, or -1 where that cannot be read. RECHECK_MEMINFO names another file to read instead,
+// for the tests.
+int64_t memory_available();
+
 // A process that ended with `status` was ended by the out-of-memory killer, as far as anyone can
 // tell: by SIGKILL (which recheck itself sends only after an interrupt), while the kernel's count
 // of such kills went up since `kills_before`. A case too large for the machine's memory is then

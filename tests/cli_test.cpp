@@ -108,6 +108,23 @@ TEST(Cli, mutants_reports_each_hunt_and_the_control) {
   EXPECT_EQ(without_times(jobs_path), without_times(json_path));
 }
 
+// Several jobs share the machine's memory: each run is held to the available memory's share,
+// and a case too large for it is skipped, as one too large for the machine is. One job keeps the
+// whole machine. (The kernel's figure comes from a file of the test's own here.)
+TEST(Cli, jobs_hold_each_run_to_its_share_of_the_available_memory) {
+  const std::string meminfo = ::testing::TempDir() + "/meminfo-" + std::to_string(getpid());
+  std::ofstream(meminfo) << "MemTotal: 100 kB\nMemAvailable: 16 kB\n";
+  const std::string common = "RECHECK_MEMINFO=" + meminfo + " " + std::string(RECHECK_BINARY) +
+                             " run --seed 11 --cases 40 --quiet --out " + ::testing::TempDir() + "/share-findings";
+  const Result two = run_shell(common + " --jobs 2 2>&1");
+  EXPECT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_NE(two.output.find("2 jobs, each run held to 0 MiB"), std::string::npos) << two.output;
+  EXPECT_NE(two.output.find("skipped: "), std::string::npos) << two.output;
+  EXPECT_NE(two.output.find("would exceed the CPU memory budget of 8192 bytes"), std::string::npos) << two.output;
+  const Result one = run_shell(common + " --jobs 1 2>&1");
+  EXPECT_EQ(one.output.find("skipped: "), std::string::npos) << one.output;
+}
+
 TEST(Cli, mutants_refuses_a_variant_that_is_not_a_mutant) {
   const Result r = run("mutants --mutant clearing");
   EXPECT_EQ(r.exit_code, 2) << r.output;
