@@ -303,12 +303,13 @@ _settle_groups = {}
 
 
 def _count_no_collective(module):
-    """What torch.distributed's all-gather allocates (gloo's copies of the output) is not counted,
-    and the collective's tensors are released when it returns (settle). Not counted:
-    the communication library's buffers, not the checkpoint code's. On a GPU NCCL keeps them
-    outside PyTorch's allocator, and recheck's C++ port, whose gather writes into its output,
-    makes none. Megatron's own buffers (the chunk, the gathered tensor) stay counted. Megatron's
-    utils keep the function they call as dist_all_gather_func; older code calls torch.distributed's."""
+    """Megatron's all-gather, made harmless to recheck's memory verdicts. What it allocates for
+    itself (gloo's flat copies of the output) is not counted: the communication library's
+    buffers, which NCCL keeps outside PyTorch's allocator on a GPU and recheck's C++ port, whose
+    gather writes into its output, does not make. Megatron's own buffers (the chunk, the gathered
+    tensor) stay counted. And the collective lets go of its tensors as it returns (settle), not
+    when gloo's worker thread next runs. Megatron's utils keep the function they call as
+    dist_all_gather_func; older code calls torch.distributed's."""
     import torch.distributed as dist
 
     def uncounted(function):
@@ -339,7 +340,6 @@ def _single_threaded_gloo():
     """Gloo groups made meanwhile run their collectives on one worker thread, which drops its
     reference to a collective's tensors (Megatron's chunk, the gathered buffer) when the next one
     starts, or later. One thread makes settle() exact: see there."""
-    import torch.distributed as dist
     import torch.distributed.distributed_c10d as c10d
 
     real = c10d.ProcessGroupGloo
