@@ -35,6 +35,8 @@ CASE is a JSON case or a fuzzer input (as for `recheck repro`: --bytes, --device
                   worker process: a case that crashes it (an abort, a segmentation fault in the
                   variant) is minimized as runs-to-completion crash, and a candidate that crashes
                   it while another alarm is minimized is a candidate that does not show it.
+--world-size N    check every candidate in a tensor-parallel group of N ranks, as the run that
+                  found the case did (recheck run --world-size); not with --no-isolate
 Ctrl-C (or SIGTERM) stops at the candidate in progress and writes the smallest case so far.
 Exit codes: 0 minimized and written; 2 bad input, or the case shows no alarm to minimize;
 130 (143 for SIGTERM) interrupted, the smallest case so far written.
@@ -47,6 +49,10 @@ int command_minimize(const Args& args) {
   const std::string out = args.get("out", args.positional()[0] + ".min.json");
   check_output_file(out, args.has("out") ? "--out" : "the default --out");
   const std::string& file = args.positional()[0];
+  const int world_size = world_size_option(args, *sut, *oracle, original.device);
+  if (world_size > 1 && args.flag("no-isolate")) {
+    throw UsageError("--world-size above 1 checks the case in child processes, one per rank: not with --no-isolate");
+  }
   const std::string property = args.get("property", "");
   if (!property.empty() && property != kCrashProperty && find_property(property) == nullptr) {
     throw UsageError("--property: no property named '" + property + "'");
@@ -133,13 +139,13 @@ int command_minimize(const Args& args) {
             << candidates_checked << " candidates checked, " << reduce_stats.accepted << " kept, "
             << std::fixed << std::setprecision(1) << seconds << " s\n"
             << show(smallest) << "wrote " << out << "\nreplay: recheck repro " << out << " --sut " << sut->name()
-            << "\n";
+            << (oracle->name() != "nonclearing" ? " --oracle " + oracle->name() : "") << world_size_argument() << "\n";
   if (interrupted) std::cout << "interrupted: wrote the smallest case found so far\n";
   return 0;
 }
 
 }  // namespace
 
-const Command kMinimize{"minimize", "shrink a failing case (JSON, or a fuzzer's crash file) to a small JSON case", kMinimizeHelp, {"bytes", "no-isolate"}, {"sut", "oracle", "property", "out", "limits", "device"}, command_minimize, false};
+const Command kMinimize{"minimize", "shrink a failing case (JSON, or a fuzzer's crash file) to a small JSON case", kMinimizeHelp, {"bytes", "no-isolate"}, {"sut", "oracle", "property", "out", "limits", "device", "world-size"}, command_minimize, false};
 
 }  // namespace recheck::cli
