@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "core/torch_compat.h"
 #include <ATen/Parallel.h>
 
 #include "oracles/eager.h"
@@ -73,6 +74,8 @@ int bench_jobs(const Args& args) {
         jobs, {[&] {
                  at::set_num_threads(1);
                  check_ready_to_run(gen.device == "cuda", *oracle, *sut);
+                 // As run --jobs does: workers sharing one GPU, each its share of its memory.
+                 if (jobs > 1 && gen.device == "cuda") compat::cuda_limit_memory_fraction(1.0 / jobs);
                },
                [&](int64_t i) { return i >= cases || runner::interrupted(); },
                [&](int64_t i) { return check_case(draw_case(gen, seed + static_cast<uint64_t>(i)), *oracle, *sut); },

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "core/case.h"
+#include "core/torch_compat.h"
 #include "properties/corpus.h"
 #include "properties/generator.h"
 #include "properties/junit.h"
@@ -53,7 +54,8 @@ options:
   --jobs N          check cases in N worker processes at once (default 1; 0: one per core); the
                     report is the same for every N, cases being reported in their order. On
                     CPU each run is held to its share of the available memory (as with
-                    --cpu-memory-budget, which sets it instead)
+                    --cpu-memory-budget, which sets it instead); on CUDA each worker to 1/N
+                    of the GPU's memory
   --no-isolate      check cases in this process (for a debugger); by default they run in a
                     worker process, and a case that crashes it (abort, segmentation fault) is
                     reported as a `crash` finding with its case saved, and the run goes on;
@@ -97,7 +99,9 @@ int command_run(const Args& args) {
   // now, so that a case too large for it is skipped, as one too large for the machine is, and
   // one worker's case cannot take the memory another's needs.
   std::string share_note;
-  if (jobs > 1 && gen.device == "cpu" && !args.has("cpu-memory-budget")) {
+  if (jobs > 1 && gen.device == "cuda") {
+    share_note = ", each worker held to 1/" + std::to_string(jobs) + " of the GPU's memory";
+  } else if (jobs > 1 && gen.device == "cpu" && !args.has("cpu-memory-budget")) {
     const int64_t available = runner::memory_available();
     if (available > 0) {
       run_options.cpu_memory_budget = available / jobs;
@@ -215,6 +219,9 @@ int command_run(const Args& args) {
   auto prepare = [&] {
     peers.start(ready, [&](const std::string& line) { (void)check_here(std::stoll(line)); });
     ready();
+    // Workers sharing one GPU: each its share of the device's memory, a case too large for it
+    // skipped as one too large for the device is.
+    if (jobs > 1 && gen.device == "cuda") compat::cuda_limit_memory_fraction(1.0 / jobs);
   };
   int64_t crashes = 0;
   std::string worker_failed;

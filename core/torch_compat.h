@@ -76,6 +76,18 @@ inline void cuda_reset_peak_allocated_bytes() {
 #endif
 }
 
+// Holds this process's CUDA caching allocator to `fraction` of the current device's memory:
+// beyond it an allocation raises the out-of-memory error a full device raises. For worker
+// processes sharing one GPU (run --jobs N). The same call in libtorch 1.13 and 2.x.
+inline void cuda_limit_memory_fraction(double fraction) {
+#if defined(RECHECK_WITH_CUDA)
+  c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, c10::cuda::current_device());
+#else
+  (void)fraction;
+  throw std::runtime_error("this build of recheck has no CUDA support (configure with a CUDA-enabled libtorch)");
+#endif
+}
+
 // Calls `on_event` for every block the CUDA caching allocator hands out (allocated = true) and
 // every block given back to it (false), from now on, on any device, with the block's address and
 // the size that was asked for (not the rounded block size); false where this libtorch cannot

@@ -10,6 +10,7 @@
 #include "core/torch_compat.h"
 #include "properties/report.h"
 #include "core/rng.h"
+#include "tests/shell.h"
 
 namespace recheck {
 namespace {
@@ -414,6 +415,17 @@ TEST(Gpu, generated_cases_raise_no_alarm_on_cuda) {
   auto clearing = make_checkpoint("clearing");
   const Hunt h = hunt(*oracle, *clearing, options, 1, 100);
   EXPECT_FALSE(h.killed) << h.property << " " << to_string(h.classification) << " on draw seed " << h.draw_seed;
+}
+
+// Workers sharing one GPU (run --jobs 2 --device cuda): each held to its share of the device's
+// memory, and the run as clean as with one worker.
+TEST(Gpu, jobs_share_one_gpu) {
+  if (!compat::cuda_available()) GTEST_SKIP() << "no CUDA device in this build or on this machine";
+  const test_shell::Result run = test_shell::run_shell(std::string(RECHECK_BINARY) +
+                                                       " run --device cuda --jobs 2 --cases 40 --seed 3 --quiet --out " +
+                                                       ::testing::TempDir() + "/gpu-jobs 2>&1");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("2 jobs, each worker held to 1/2 of the GPU's memory"), std::string::npos) << run.output;
 }
 
 }  // namespace
