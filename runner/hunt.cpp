@@ -1,9 +1,7 @@
 #include "runner/hunt.h"
 
-#include <poll.h>
 #include <signal.h>
 
-#include <cerrno>
 #include <limits>
 #include <map>
 #include <memory>
@@ -60,7 +58,6 @@ struct Worker {
   int64_t kills_before = -1;  // the out-of-memory kills when the case in progress started
   bool started = false;       // it began a case
   bool finished = false;      // it said "done"
-  bool ended = true;          // no process now
   std::string error;
 };
 
@@ -76,7 +73,6 @@ HuntOutcome hunt_in_workers(int jobs, const WorkerHunt& hunt) {
     w.in_progress.reset();
     w.started = w.finished = false;
     w.error.clear();
-    w.ended = false;
     const int64_t first = w.next;
     w.process.start([&, first](FILE*, int out) { worker_body(first, stride, hunt, out); }, false);
   };
@@ -92,7 +88,7 @@ HuntOutcome hunt_in_workers(int jobs, const WorkerHunt& hunt) {
     int64_t frontier = kNever;  // the first case a worker may still report
     if (!all) {
       for (const auto& w : workers) {
-        if (!w->ended) frontier = std::min(frontier, w->in_progress.value_or(w->next));
+        if (w->process.running()) frontier = std::min(frontier, w->in_progress.value_or(w->next));
       }
     }
     while (!ready.empty() && ready.begin()->first < frontier) {
@@ -107,31 +103,31 @@ HuntOutcome hunt_in_workers(int jobs, const WorkerHunt& hunt) {
   };
   auto stop_all = [&] {
     for (const auto& w : workers) {
-      if (!w->ended) {
+      if (w->process.running()) {
         kill(w->process.pid(), SIGKILL);
         w->process.stop();
-        w->ended = true;
       }
     }
   };
 
   for (;;) {
-    std::vector<pollfd> fds;
     std::vector<Worker*> watched;
+    std::vector<WorkerProcess*> running;
     for (const auto& w : workers) {
-      if (w->ended) continue;
-      fds.push_back({w->process.output_fd(), POLLIN, 0});
+      if (!w->process.running()) continue;
       watched.push_back(w.get());
+      running.push_back(&w->process);
     }
-    if (fds.empty()) break;
-    if (poll(fds.data(), fds.size(), -1) < 0) {
-      if (errno == EINTR) continue;  // an interrupt: the workers have it too
-      outcome.failed = "poll failed";
+    if (running.empty()) break;
+    std::vector<size_t> has_output;
+    try {
+      has_output = wait_for_output(running);  // none after an interrupt: the workers have it too
+    } catch (const std::runtime_error& error) {
+      outcome.failed = error.what();
       stop_all();
       break;
     }
-    for (size_t k = 0; k < fds.size(); ++k) {
-      if (fds[k].revents == 0) continue;
+    for (const size_t k : has_output) {
       Worker& w = *watched[k];
       bool ended = false;
       for (const std::string& line : w.process.read_available(ended)) {
@@ -154,7 +150,6 @@ HuntOutcome hunt_in_workers(int jobs, const WorkerHunt& hunt) {
       }
       if (!ended) continue;
       const std::string status = w.process.stop();
-      w.ended = true;
       if (w.finished || interrupted()) {
         w.in_progress.reset();  // interrupted: the case in progress is left out
         continue;

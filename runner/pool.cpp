@@ -1,8 +1,5 @@
 #include "runner/pool.h"
 
-#include <poll.h>
-
-#include <cerrno>
 #include <memory>
 
 #include "runner/interrupts.h"
@@ -16,7 +13,6 @@ struct PoolWorker {
   WorkerProcess process;
   int64_t next = 0;
   std::optional<int64_t> in_progress;
-  bool ended = true;
 };
 
 }  // namespace
@@ -28,7 +24,6 @@ std::vector<TaskAnswer> run_tasks(int jobs, int64_t count, const std::function<s
   // The line protocol, worker to parent: "start I" before task I, "answer I TEXT" after it.
   auto start = [&](PoolWorker& w) {
     w.in_progress.reset();
-    w.ended = false;
     const int64_t first = w.next;
     w.process.start(
         [&, first](FILE*, int out) {
@@ -45,20 +40,15 @@ std::vector<TaskAnswer> run_tasks(int jobs, int64_t count, const std::function<s
     start(*workers.back());
   }
   for (;;) {
-    std::vector<pollfd> fds;
     std::vector<PoolWorker*> watched;
+    std::vector<WorkerProcess*> running;
     for (const auto& w : workers) {
-      if (w->ended) continue;
-      fds.push_back({w->process.output_fd(), POLLIN, 0});
+      if (!w->process.running()) continue;
       watched.push_back(w.get());
+      running.push_back(&w->process);
     }
-    if (fds.empty()) break;
-    if (poll(fds.data(), fds.size(), -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (size_t k = 0; k < fds.size(); ++k) {
-      if (fds[k].revents == 0) continue;
+    if (running.empty()) break;
+    for (const size_t k : wait_for_output(running)) {  // none after an interrupt
       PoolWorker& w = *watched[k];
       bool ended = false;
       for (const std::string& line : w.process.read_available(ended)) {
@@ -76,7 +66,6 @@ std::vector<TaskAnswer> run_tasks(int jobs, int64_t count, const std::function<s
       }
       if (!ended) continue;
       const std::string how = w.process.stop();
-      w.ended = true;
       if (!w.in_progress || interrupted()) continue;  // done, or interrupted: left out
       answers[static_cast<size_t>(*w.in_progress)].died = how;
       w.next = *w.in_progress + stride;

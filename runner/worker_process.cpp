@@ -1,5 +1,6 @@
 #include "runner/worker_process.h"
 
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -130,6 +131,20 @@ std::optional<std::string> WorkerProcess::read_line() {
   if (line.empty() || line.back() != '\n') return std::nullopt;
   line.pop_back();
   return line;
+}
+
+std::vector<size_t> wait_for_output(const std::vector<WorkerProcess*>& children) {
+  std::vector<pollfd> fds;
+  for (const WorkerProcess* child : children) fds.push_back({child->output_fd(), POLLIN, 0});
+  std::vector<size_t> ready;
+  if (poll(fds.data(), fds.size(), -1) < 0) {
+    if (errno == EINTR) return ready;
+    throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+  }
+  for (size_t k = 0; k < fds.size(); ++k) {
+    if (fds[k].revents != 0) ready.push_back(k);
+  }
+  return ready;
 }
 
 int WorkerProcess::output_fd() const { return from_child_ != nullptr ? fileno(from_child_) : -1; }

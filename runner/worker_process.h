@@ -46,6 +46,13 @@ bool killed_for_memory(int status, int64_t kills_before);
 // returns; when it throws, it writes "error TEXT" (TEXT: error_line) and exits 3.
 using WorkerBody = std::function<void(FILE* from_parent, int to_parent)>;
 
+class WorkerProcess;
+
+// For a parent watching several running children: waits until one or more has output (or has
+// ended) and returns their positions in `children`; none when a signal (an interrupt) cut the
+// wait short. Throws std::runtime_error when poll fails.
+std::vector<size_t> wait_for_output(const std::vector<WorkerProcess*>& children);
+
 class WorkerProcess {
  public:
   WorkerProcess() = default;

@@ -36,6 +36,18 @@ std::unique_ptr<CheckpointImplementation> python_variant(const std::string& name
   }
 }
 
+// Why making the variant `name` is refused; a test failure, and "", when it is accepted.
+std::string refusal_of(const std::string& name) {
+  python::register_bridge();
+  try {
+    make_checkpoint(name);
+  } catch (const std::invalid_argument& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << name << " was accepted";
+  return "";
+}
+
 #define SKIP_WITHOUT(variant)                                                         \
   if (!(variant)) GTEST_SKIP() << "megatron-core is not installed for the embedded Python"
 
@@ -360,15 +372,9 @@ TEST(Python, a_tracker_the_bridge_cannot_read_is_refused_before_any_case) {
                          "def get_cuda_rng_tracker(): return _TRACKER\n"
                          "def model_parallel_cuda_manual_seed(seed): pass\n"
                          "class CheckpointFunction(torch.autograd.Function): pass\n";
-  python::register_bridge();
-  try {
-    make_checkpoint("python-change:" + path + ":CheckpointFunction");
-    ADD_FAILURE() << "an unreadable tracker was accepted";
-  } catch (const std::invalid_argument& error) {
-    const std::string what = error.what();
-    EXPECT_NE(what.find("has no _current_state_name"), std::string::npos) << what;
-    EXPECT_NE(what.find("supported: megatron-core 0.16 or later"), std::string::npos) << what;
-  }
+  const std::string what = refusal_of("python-change:" + path + ":CheckpointFunction");
+  EXPECT_NE(what.find("has no _current_state_name"), std::string::npos) << what;
+  EXPECT_NE(what.find("supported: megatron-core 0.16 or later"), std::string::npos) << what;
   const test_shell::Result run = test_shell::run_shell(std::string(RECHECK_BINARY) + " run --cases 5 --sut python-change:" +
                                                        path + ":CheckpointFunction --out " + ::testing::TempDir() +
                                                        "/old-findings");
@@ -444,25 +450,14 @@ TEST(Python, a_module_that_fails_to_import_is_refused_with_the_exception_and_its
                          "\n"
                          "arch_list = []\n"
                          "arch_list[-1] += '+PTX'\n";
-  python::register_bridge();
-  try {
-    make_checkpoint("python:" + path + ":CheckpointFunction");
-    ADD_FAILURE() << "a module that fails to import was accepted";
-  } catch (const std::invalid_argument& error) {
-    const std::string what = error.what();
-    EXPECT_NE(what.find("raised IndexError: list index out of range at "), std::string::npos) << what;
-    EXPECT_NE(what.find("fails_on_import.py:4"), std::string::npos) << what;
-  }
+  const std::string what = refusal_of("python:" + path + ":CheckpointFunction");
+  EXPECT_NE(what.find("raised IndexError: list index out of range at "), std::string::npos) << what;
+  EXPECT_NE(what.find("fails_on_import.py:4"), std::string::npos) << what;
 }
 
 TEST(Python, a_missing_module_is_refused_by_name) {
-  python::register_bridge();
-  try {
-    make_checkpoint("python:no_such_module_here:CheckpointFunction");
-    FAIL() << "no error";
-  } catch (const std::invalid_argument& error) {
-    EXPECT_NE(std::string(error.what()).find("no_such_module_here"), std::string::npos) << error.what();
-  }
+  const std::string what = refusal_of("python:no_such_module_here:CheckpointFunction");
+  EXPECT_NE(what.find("no_such_module_here"), std::string::npos) << what;
   EXPECT_THROW(make_checkpoint("python:torch.utils.checkpoint"), std::invalid_argument);
 }
 
