@@ -3,8 +3,10 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "properties/reduce.h"
@@ -35,6 +37,10 @@ CASE is a JSON case or a fuzzer input (as for `recheck repro`: --bytes, --device
                   worker process: a case that crashes it (an abort, a segmentation fault in the
                   variant) is minimized as runs-to-completion crash, and a candidate that crashes
                   it while another alarm is minimized is a candidate that does not show it.
+--jobs N          check up to N candidates side by side, each in a worker process of its own
+                  (0: one per core). The case written is the same for every N: of the N
+                  candidates the reducer would try next, the first that still shows the alarm
+                  is kept, as checking them one at a time would. Default 1.
 --world-size N    check every candidate in a tensor-parallel group of N ranks, as the run that
                   found the case did (recheck run --world-size); not with --no-isolate
 Ctrl-C (or SIGTERM) stops at the candidate in progress and writes the smallest case so far.
@@ -62,8 +68,15 @@ int command_minimize(const Args& args) {
   // a candidate that crashes the variant is a candidate that does not show the alarm, not the
   // end of the minimization, and a case that crashes it from the start is minimized as a crash.
   const Limits limits = limits_of(args);
-  runner::CaseWorker worker(file, original.device, *oracle, *sut, limits);
   const bool isolate = !args.flag("no-isolate");
+  const int jobs = jobs_option(args);
+  if (jobs > 1 && !isolate) throw UsageError("--jobs above 1 checks candidates in worker processes: not with --no-isolate");
+  std::vector<std::unique_ptr<runner::CaseWorker>> workers;
+  for (int j = 0; j < jobs; ++j) {
+    workers.push_back(std::make_unique<runner::CaseWorker>(file, original.device, *oracle, *sut, limits));
+    workers.back()->hold_to_share(jobs);
+  }
+  runner::CaseWorker& worker = *workers.front();
   if (!isolate) runner::check_can_run(original.device, file, *oracle, *sut);
   auto check = [&](const Case& c) { return isolate ? worker.check(c) : runner::IsolatedCheck{check_case(c, *oracle, *sut), ""}; };
   const std::optional<CaseResult> first = check(original).result;
@@ -86,23 +99,36 @@ int command_minimize(const Args& args) {
   std::cout << "minimizing: " << sut->name() << " " << shown_property << " " << shown_classification << std::endl;
   ReduceStats reduce_stats;
   int64_t candidates_checked = 0;
-  Case smallest = reduce_case(original, [&](const Case& candidate) {
-    if (runner::interrupted()) return false;
-    ++candidates_checked;
-    runner::IsolatedCheck checked;
+  // A batch of candidates, one per worker, all sent before any answer is read.
+  auto still_fail = [&](const std::vector<Case>& candidates) {
+    std::vector<bool> fails(candidates.size(), false);
+    if (runner::interrupted()) return fails;
+    candidates_checked += static_cast<int64_t>(candidates.size());
+    std::vector<runner::IsolatedCheck> checked(candidates.size());
     try {
-      checked = check(candidate);
+      if (isolate) {
+        for (std::size_t i = 0; i < candidates.size(); ++i) workers[i]->send(candidates[i]);
+        for (std::size_t i = 0; i < candidates.size(); ++i) checked[i] = workers[i]->receive();
+      } else {
+        checked[0] = check(candidates[0]);
+      }
     } catch (const CaseError&) {
-      if (runner::interrupted()) return false;  // a worker killed while it started
+      if (runner::interrupted()) return fails;  // a worker killed while it started
       throw;
     }
     // A crash is kept only from a fresh process: what an earlier candidate left behind (a
     // corrupted heap, a sticky CUDA error) must not make a later one crash.
-    if (crash && isolate) worker.stop();
-    if (runner::interrupted()) return false;  // a candidate cut short shows nothing
-    return crash ? !checked.result : checked.result && shows(*checked.result, *signature);
-  }, &reduce_stats, [] { return runner::interrupted(); }, limits);
-  worker.stop();
+    if (crash && isolate) {
+      for (auto& w : workers) w->stop();
+    }
+    if (runner::interrupted()) return fails;  // a candidate cut short shows nothing
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      fails[i] = crash ? !checked[i].result : checked[i].result && shows(*checked[i].result, *signature);
+    }
+    return fails;
+  };
+  Case smallest = reduce_case_batched(original, jobs, still_fail, &reduce_stats, [] { return runner::interrupted(); }, limits);
+  for (auto& w : workers) w->stop();
   const bool interrupted = runner::interrupted();
   const CaseStats before = stats(original);
   const CaseStats after = stats(smallest);
@@ -146,6 +172,6 @@ int command_minimize(const Args& args) {
 
 }  // namespace
 
-const Command kMinimize{"minimize", "shrink a failing case (JSON, or a fuzzer's crash file) to a small JSON case", kMinimizeHelp, {"bytes", "no-isolate"}, {"sut", "oracle", "property", "out", "limits", "device", "world-size"}, command_minimize, false};
+const Command kMinimize{"minimize", "shrink a failing case (JSON, or a fuzzer's crash file) to a small JSON case", kMinimizeHelp, {"bytes", "no-isolate"}, {"sut", "oracle", "property", "out", "limits", "device", "world-size", "jobs"}, command_minimize, false};
 
 }  // namespace recheck::cli

@@ -196,11 +196,19 @@ Case resize_dims(const Case& c, int64_t from, int64_t to) {
   return out;
 }
 
+// One step of a pass: a candidate made from the current case, or Impossible. A kept step that
+// `restarts` ends the pass (it changed what the places of the pass point at); one that does not
+// lets the pass go on with the next step, made from the new case.
+struct Step {
+  std::function<Case(const Case&)> make;
+  bool restarts = true;
+};
+
 class Reducer {
  public:
-  Reducer(const std::function<bool(const Case&)>& still_fails, ReduceStats* stats, const std::function<bool()>& stop,
-          const Limits& limits)
-      : still_fails_(still_fails), stats_(stats), stop_(stop), limits_(limits) {}
+  Reducer(int batch, const std::function<std::vector<bool>(const std::vector<Case>&)>& still_fail, ReduceStats* stats,
+          const std::function<bool()>& stop, const Limits& limits)
+      : batch_(std::max(batch, 1)), still_fail_(still_fail), stats_(stats), stop_(stop), limits_(limits) {}
 
   // True once the caller asked to stop: every later attempt fails without building anything.
   bool stopped() {
@@ -208,86 +216,111 @@ class Reducer {
     return stopped_;
   }
 
-  // Tries one candidate; keeps it when valid and still failing.
-  bool attempt(Case& current, const std::function<Case()>& make) {
-    if (stopped()) return false;
-    Case candidate;
-    try {
-      candidate = make();
-      validate(candidate, limits_);
-    } catch (const Impossible&) {
-      return false;
-    } catch (const CaseError&) {
-      return false;
-    }
-    if (stats_ != nullptr) ++stats_->candidates;
-    if (!still_fails_(candidate)) return false;
-    if (stats_ != nullptr) ++stats_->accepted;
-    current = std::move(candidate);
-    return true;
-  }
-
   // One pass over every step kind, largest first; true when something was kept.
   bool pass(Case& c) {
+    const std::vector<Step> steps = steps_of(c);
     bool changed = false;
+    std::size_t next = 0;
+    while (next < steps.size()) {
+      // The next `batch_` valid candidates, in order, made from the current case.
+      std::vector<Case> candidates;
+      std::vector<std::size_t> made_by;
+      for (; next < steps.size() && candidates.size() < static_cast<std::size_t>(batch_); ++next) {
+        if (stopped()) return changed;
+        try {
+          Case candidate = steps[next].make(c);
+          validate(candidate, limits_);
+          candidates.push_back(std::move(candidate));
+          made_by.push_back(next);
+        } catch (const Impossible&) {
+        } catch (const CaseError&) {
+        }
+      }
+      if (candidates.empty()) break;
+      if (stats_ != nullptr) stats_->candidates += static_cast<int>(candidates.size());
+      const std::vector<bool> fails = still_fail_(candidates);
+      std::size_t kept = 0;
+      while (kept < candidates.size() && !(kept < fails.size() && fails[kept])) ++kept;
+      if (kept == candidates.size()) continue;
+      if (stats_ != nullptr) ++stats_->accepted;
+      c = std::move(candidates[kept]);
+      changed = true;
+      if (steps[made_by[kept]].restarts) return true;
+      next = made_by[kept] + 1;
+    }
+    return changed;
+  }
+
+ private:
+  // Every step of a pass over `c`, in the order they are tried. The steps that restart the pass
+  // point into `c` by place; the last ones (dtype, iterations, requires_grad) make their
+  // candidate from whatever case they are given.
+  static std::vector<Step> steps_of(const Case& c) {
+    std::vector<Step> steps;
+    auto restarting = [&](std::function<Case(const Case&)> make) { steps.push_back(Step{std::move(make), true}); };
     std::vector<Place> places;
     std::vector<std::size_t> path;
     collect_places(c.root, path, places);
     // Deepest segments last, so that indices of shallower places stay valid while they change:
     // a kept step restarts the pass with fresh places.
+    Case scratch = c;
     for (const Place& place : places) {
-      const Located at = locate(c, place.path);
+      const Located at = locate(scratch, place.path);
       for (std::size_t k = at.segment->ops.size(); k-- > 0;) {
-        if (op_body(at.segment->ops[k]) != nullptr &&
-            attempt(c, [&] { return inline_body(c, place.path, k); })) return true;
+        if (op_body(at.segment->ops[k]) != nullptr) {
+          restarting([p = place.path, k](const Case& from) { return inline_body(from, p, k); });
+        }
       }
     }
     for (const Place& place : places) {
-      const Located at = locate(c, place.path);
+      const Located at = locate(scratch, place.path);
       for (std::size_t k = at.segment->ops.size(); k-- > 0;) {
-        if (attempt(c, [&] { return drop_op(c, place.path, k); })) return true;
+        restarting([p = place.path, k](const Case& from) { return drop_op(from, p, k); });
       }
     }
     for (const Place& place : places) {
-      const Located at = locate(c, place.path);
+      const Located at = locate(scratch, place.path);
       for (std::size_t k = 0; k < at.segment->ops.size(); ++k) {
         const Op& op = at.segment->ops[k];
         std::size_t args = 0;
         if (const auto* ck = std::get_if<Checkpoint>(&op)) args = ck->args.size();
         if (const auto* fork = std::get_if<Fork>(&op)) args = fork->args.size();
         for (std::size_t j = args; j-- > 0;) {
-          if (attempt(c, [&] { return drop_arg(c, place.path, k, j); })) return true;
+          restarting([p = place.path, k, j](const Case& from) { return drop_arg(from, p, k, j); });
         }
       }
-      for (std::size_t i = at.segment->outputs.size(); i-- > 0;) {
-        if (at.segment->outputs.size() > 1 && attempt(c, [&] { return drop_output(c, place.path, i); })) return true;
+      if (at.segment->outputs.size() > 1) {
+        for (std::size_t i = at.segment->outputs.size(); i-- > 0;) {
+          restarting([p = place.path, i](const Case& from) { return drop_output(from, p, i); });
+        }
       }
     }
     for (std::size_t j = c.leaves.size(); j-- > 0;) {
-      if (attempt(c, [&] { return drop_leaf(c, j); })) return true;
+      restarting([j](const Case& from) { return drop_leaf(from, j); });
     }
     std::set<int64_t> dims;
     for (const Leaf& leaf : c.leaves) dims.insert(leaf.shape.begin(), leaf.shape.end());
     for (int64_t d : dims) {
-      if (d > 1 && attempt(c, [&] { return resize_dims(c, d, 1); })) return true;
-      if (d > 2 && attempt(c, [&] { return resize_dims(c, d, d / 2); })) return true;
+      if (d > 1) restarting([d](const Case& from) { return resize_dims(from, d, 1); });
+      if (d > 2) restarting([d](const Case& from) { return resize_dims(from, d, d / 2); });
     }
+    auto going_on = [&](std::function<Case(const Case&)> make) { steps.push_back(Step{std::move(make), false}); };
     if (c.dtype != DType::float32) {
-      changed |= attempt(c, [&] { Case o = c; o.dtype = DType::float32; return o; });
+      going_on([](const Case& from) { Case o = from; o.dtype = DType::float32; return o; });
     }
     if (c.iterations > 1) {
-      changed |= attempt(c, [&] { Case o = c; o.iterations = 1; return o; });
+      going_on([](const Case& from) { Case o = from; o.iterations = 1; return o; });
     }
     for (std::size_t j = 0; j < c.leaves.size(); ++j) {
       if (c.leaves[j].requires_grad) {
-        changed |= attempt(c, [&] { Case o = c; o.leaves[j].requires_grad = false; return o; });
+        going_on([j](const Case& from) { Case o = from; o.leaves[j].requires_grad = false; return o; });
       }
     }
-    return changed;
+    return steps;
   }
 
- private:
-  const std::function<bool(const Case&)>& still_fails_;
+  int batch_;
+  const std::function<std::vector<bool>(const std::vector<Case>&)>& still_fail_;
   ReduceStats* stats_;
   const std::function<bool()>& stop_;
   const Limits& limits_;
@@ -296,13 +329,21 @@ class Reducer {
 
 }  // namespace
 
-Case reduce_case(const Case& c, const std::function<bool(const Case&)>& still_fails, ReduceStats* stats,
-                 const std::function<bool()>& stop, const Limits& limits) {
+Case reduce_case_batched(const Case& c, int batch,
+                         const std::function<std::vector<bool>(const std::vector<Case>&)>& still_fail,
+                         ReduceStats* stats, const std::function<bool()>& stop, const Limits& limits) {
   Case current = c;
-  Reducer reducer(still_fails, stats, stop, limits);
+  Reducer reducer(batch, still_fail, stats, stop, limits);
   while (reducer.pass(current) && !reducer.stopped()) {
   }
   return current;
+}
+
+Case reduce_case(const Case& c, const std::function<bool(const Case&)>& still_fails, ReduceStats* stats,
+                 const std::function<bool()>& stop, const Limits& limits) {
+  return reduce_case_batched(
+      c, 1, [&](const std::vector<Case>& candidates) { return std::vector<bool>{still_fails(candidates.front())}; },
+      stats, stop, limits);
 }
 
 std::optional<FailureSignature> find_alarm(const CaseResult& result, const std::string& property) {

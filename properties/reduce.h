@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/case.h"
 #include "properties/report.h"
@@ -26,6 +27,17 @@ struct ReduceStats {
 // Candidates are validated under `limits`: those the case was read under.
 Case reduce_case(const Case& c, const std::function<bool(const Case&)>& still_fails, ReduceStats* stats = nullptr,
                  const std::function<bool()>& stop = {}, const Limits& limits = {});
+
+// The same reduction, asking about up to `batch` candidates at a time (the next ones in the
+// order the greedy reduction would try them), as workers checking candidates side by side do.
+// `still_fail` answers, for each candidate in order, whether it still fails; of a batch, the
+// first that does is kept and the rest are dropped, and the reduction goes on from the kept
+// one as it would have one candidate at a time. So for a deterministic predicate the result
+// is the same for every `batch`: only how many candidates are checked grows with it.
+Case reduce_case_batched(const Case& c, int batch,
+                         const std::function<std::vector<bool>(const std::vector<Case>&)>& still_fail,
+                         ReduceStats* stats = nullptr, const std::function<bool()>& stop = {},
+                         const Limits& limits = {});
 
 // What a failing case fails with: a property and how the pair of verdicts is classified.
 struct FailureSignature {

@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "core/rng.h"
+#include "core/torch_compat.h"
 #include "runner/ranks.h"
 #include "runner/results_json.h"
 
@@ -61,6 +62,7 @@ void CaseWorker::start() {
           (void)check_case(case_from_json(json::parse(line), limits_), oracle_, sut_);
         });
         ready();
+        if (device_fraction_ < 1.0 && device_ == "cuda") compat::cuda_limit_memory_fraction(device_fraction_);
         write_all(out, "ready\n");
         char* buffer = nullptr;
         std::size_t capacity = 0;
@@ -69,7 +71,7 @@ void CaseWorker::start() {
           const Case c = case_from_json(json::parse(line), limits_);
           if (!line.empty() && line.back() == '\n') line.pop_back();
           if (peers.active()) peers.send(line);
-          const CaseResult result = check_case(c, oracle_, sut_);
+          const CaseResult result = check_case(c, oracle_, sut_, options_);
           if (peers.active()) peers.wait();
           write_all(out, to_json(result).dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
         }
@@ -83,21 +85,33 @@ void CaseWorker::start() {
   throw CaseError(file_ + ": the check process " + status + " before the case");
 }
 
-IsolatedCheck CaseWorker::check(const Case& c) {
+void CaseWorker::hold_to_share(int jobs) {
+  if (jobs <= 1) return;
+  if (device_ == "cuda") {
+    device_fraction_ = 1.0 / jobs;
+  } else if (const int64_t available = memory_available(); available > 0) {
+    options_.cpu_memory_budget = available / jobs;
+  }
+}
+
+void CaseWorker::send(const Case& c) {
   const std::string line = recheck::to_json(c).dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   if (!process_.running()) start();
-  const int64_t kills_before = oom_kills();
+  kills_before_ = oom_kills();
   if (!process_.send(line)) {
     process_.stop();
     start();
     process_.send(line);
   }
+}
+
+IsolatedCheck CaseWorker::receive() {
   const std::optional<std::string> answer = process_.read_line();
   IsolatedCheck outcome;
   // No answer, or a part of one (the worker died writing it): the check crashed.
   if (!answer) {
     const std::string how = process_.stop();
-    if (killed_for_memory(process_.status(), kills_before)) {
+    if (killed_for_memory(process_.status(), kills_before_)) {
       outcome.result = skipped_for_memory();
     } else {
       outcome.crash = "the check process " + how;
@@ -110,6 +124,11 @@ IsolatedCheck CaseWorker::check(const Case& c) {
   }
   outcome.result = case_result_from_json(json::parse(*answer));
   return outcome;
+}
+
+IsolatedCheck CaseWorker::check(const Case& c) {
+  send(c);
+  return receive();
 }
 
 IsolatedCheck check_isolated(const Case& c, const std::string& file, CheckpointImplementation& oracle,

@@ -7,6 +7,7 @@
 // CUDA and fork").
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -44,10 +45,20 @@ class CaseWorker {
              CheckpointImplementation& sut, Limits limits)
       : file_(file), device_(device), oracle_(oracle), sut_(sut), limits_(limits) {}
 
+  // Holds every check to a share of the machine, for `jobs` workers side by side: on CPU each
+  // run to the available memory's share (an allocation beyond it raises the out-of-memory error
+  // that skips a case), on CUDA the worker to its fraction of the device's memory. Before the
+  // first check.
+  void hold_to_share(int jobs);
+
   // The result, or how the worker died checking `c`. Throws CaseError when the case cannot run
   // here (no device, a variant that cannot start) or the check stopped on an error. A worker
   // found dead before it was sent the case (killed while idle) is replaced once.
   IsolatedCheck check(const Case& c);
+  // The same in two halves, for a parent keeping several workers busy at once: `send` hands the
+  // worker `c` (starting it when it is not running) and `receive` waits for what it gave.
+  void send(const Case& c);
+  IsolatedCheck receive();
   // Ends the worker (it stops at the end of its input) and says how it ended; "" if none ran.
   std::string stop() { return process_.stop(); }
 
@@ -60,6 +71,9 @@ class CaseWorker {
   CheckpointImplementation& sut_;
   Limits limits_;
   WorkerProcess process_;
+  RunOptions options_;
+  double device_fraction_ = 1.0;
+  int64_t kills_before_ = 0;  // the out-of-memory kills counted when the case in progress was sent
 };
 
 // Checks `c` in a process of its own. Throws CaseError when the case cannot run there.

@@ -11,12 +11,25 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <stdexcept>
 
 #include "core/errors.h"
 #include "runner/interrupts.h"
 
 namespace recheck::runner {
+
+namespace {
+
+// This process's ends of the pipes to every worker it has running. A child forked later must
+// not hold them: a worker whose input pipe another child still holds open never sees the end
+// of its input, and waiting for it to end would wait for ever.
+std::set<int>& parent_ends() {
+  static std::set<int> ends;
+  return ends;
+}
+
+}  // namespace
 
 std::string describe_status(int status) {
   if (WIFSIGNALED(status)) {
@@ -95,6 +108,8 @@ void WorkerProcess::start(const WorkerBody& body, bool with_input, bool takes_in
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) std::_Exit(1);
     forget_workers();
+    for (int fd : parent_ends()) close(fd);
+    parent_ends().clear();
     close(from[0]);
     if (with_input) close(to[1]);
     FILE* in = with_input ? fdopen(to[0], "r") : nullptr;
@@ -112,6 +127,8 @@ void WorkerProcess::start(const WorkerBody& body, bool with_input, bool takes_in
   takes_interrupts_ = takes_interrupts;
   to_child_ = with_input ? to[1] : -1;
   from_child_ = fdopen(from[0], "r");
+  parent_ends().insert(from[0]);
+  if (with_input) parent_ends().insert(to[1]);
   if (takes_interrupts) {
     add_worker(pid);
     // An interrupt that came before the worker was known armed no timer to kill it.
@@ -175,8 +192,14 @@ std::vector<std::string> WorkerProcess::read_available(bool& ended) {
 
 std::string WorkerProcess::stop() {
   if (pid_ == 0) return "";
-  if (to_child_ >= 0) close(to_child_);
-  if (from_child_ != nullptr) std::fclose(from_child_);
+  if (to_child_ >= 0) {
+    parent_ends().erase(to_child_);
+    close(to_child_);
+  }
+  if (from_child_ != nullptr) {
+    parent_ends().erase(fileno(from_child_));
+    std::fclose(from_child_);
+  }
   to_child_ = -1;
   from_child_ = nullptr;
   pending_.clear();

@@ -208,6 +208,10 @@ TEST(Cli, a_case_that_crashes_the_variant_is_a_finding_and_the_run_goes_on) {
   EXPECT_LT(recheck::stats(smallest).ops, recheck::stats(saved).ops);
   EXPECT_EQ(smallest.expect.at(0), (recheck::Expectation{"aborts", "runs-to-completion", "crash"}));
   EXPECT_EQ(run("replay " + out + "/min.json").exit_code, 0);
+  // Crashing candidates checked side by side, each in a fresh process, keep the same case.
+  const Result side_by_side = run("minimize " + finding + " --sut aborts --jobs 2 --out " + out + "/min-2.json");
+  EXPECT_EQ(side_by_side.exit_code, 0) << side_by_side.output;
+  EXPECT_EQ(recheck::to_json(recheck::load_case_file(out + "/min-2.json")).dump(), recheck::to_json(smallest).dump());
 }
 
 // A segmentation fault in the variant (the test variant `segfaults` writes through a null

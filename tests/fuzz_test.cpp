@@ -179,6 +179,30 @@ INSTANTIATE_TEST_SUITE_P(Mutants, ReduceTest,
                            return name;
                          });
 
+// Candidates checked side by side (recheck minimize --jobs N) keep the case that checking them
+// one at a time keeps: of each batch the first still failing is taken, the rest dropped.
+TEST(Reduce, batches_of_candidates_end_at_the_case_one_at_a_time_ends_at) {
+  for (const char* mutant : {"clear-before-collect", "skip-rng-restore", "distributed-not-restored"}) {
+    const Reduced r = reduce_a_kill(mutant);
+    const auto oracle = make_checkpoint("nonclearing");
+    const auto sut = make_checkpoint(mutant);
+    for (const int batch : {2, 5}) {
+      ReduceStats one_stats;
+      ReduceStats batch_stats;
+      (void)reduce_case(r.original, [&](const Case& c) { return shows(check_case(c, *oracle, *sut), r.signature); },
+                        &one_stats);
+      const Case batched = reduce_case_batched(r.original, batch, [&](const std::vector<Case>& candidates) {
+        std::vector<bool> fails;
+        for (const Case& c : candidates) fails.push_back(shows(check_case(c, *oracle, *sut), r.signature));
+        return fails;
+      }, &batch_stats);
+      EXPECT_EQ(to_json(batched).dump(), to_json(r.smallest).dump()) << mutant << ", batches of " << batch;
+      EXPECT_EQ(batch_stats.accepted, one_stats.accepted) << mutant << ", batches of " << batch;
+      EXPECT_GE(batch_stats.candidates, one_stats.candidates) << mutant << ", batches of " << batch;
+    }
+  }
+}
+
 TEST(Reduce, inlining_a_checkpoint_keeps_the_values_that_follow_it) {
   // checkpoint(v0){ tanh } then add(v1, v0): inlined, add must read tanh's value.
   Case c;
@@ -275,6 +299,11 @@ TEST(FuzzTargets, check_target_finds_a_mutant_and_minimize_makes_a_replayable_ca
   EXPECT_EQ(c.expect[0].sut, "clear-before-collect");
   const Result replay = run_shell(kRecheck + " replay " + minimized);
   EXPECT_EQ(replay.exit_code, 0) << replay.output;
+  // Three workers checking candidates side by side write the same case.
+  const Result jobs = run_shell(kRecheck + " minimize " + crash + " --sut clear-before-collect --jobs 3 --out " + dir +
+                                "/minimized-3.json");
+  ASSERT_EQ(jobs.exit_code, 0) << jobs.output;
+  EXPECT_EQ(to_json(load_case_file(dir + "/minimized-3.json")).dump(), to_json(c).dump());
   // The crash file itself replays as fuzzer bytes.
   const Result repro = run_shell(kRecheck + " repro " + crash + " --sut clear-before-collect");
   EXPECT_EQ(repro.exit_code, 1) << repro.output;
