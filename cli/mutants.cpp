@@ -26,8 +26,8 @@ const char* kMutantsHelp = R"(usage: recheck mutants [options]
 Runs the suite against every mutant variant (a plausible mistake in a checkpoint change, see
 `recheck variants`), from several seeds, and prints for each: killed or survived, the property
 that killed it, the cases until the first kill from the first seed, the median over all seeds,
-and the seconds spent. Control rows check the correct `clearing` variant and each equivalent
-rewrite of it (`recheck variants`) on as many cases as the longest hunt, from every hunt's seed:
+and the seconds spent. Control rows check the correct `clearing` variant, each equivalent
+rewrite of it and each fix of the released function (`recheck variants`) on as many cases as the longest hunt, from every hunt's seed:
 they must raise no alarm. Exit code 1 when a mutant survives a seed or a control raises an
 alarm; 130 (143 for SIGTERM) when interrupted before that was found (the mutants not hunted
 yet are left out of the table).
@@ -200,13 +200,14 @@ int command_mutants(const Args& args) {
                     {"per_seed", per_seed}});
   }
 
-  // The control: the change and each equivalent rewrite of it over as many cases as the longest
-  // hunt, from every hunt's seed. Any alarm on them is a false alarm of recheck. One task per
+  // The control: the change, each equivalent rewrite of it and each fix (the change plus a fix of
+  // the released function, `recheck variants`), over as many cases as the longest hunt, from
+  // every hunt's seed. Any alarm on them is a false alarm of recheck. One task per
   // variant and seed.
   const int64_t control_cases = std::max<int64_t>(longest_hunt, 1);
   std::vector<const Variant*> correct_variants;
   for (const Variant& variant : variants()) {
-    if (variant.name == "clearing" || variant.is_equivalent) correct_variants.push_back(&variant);
+    if (variant.name == "clearing" || variant.is_equivalent || variant.is_fix) correct_variants.push_back(&variant);
   }
   const std::vector<std::string> control_answers =
       answers_of(runner::interrupted() ? 1 : jobs, runner::interrupted() ? 0 : static_cast<int64_t>(correct_variants.size()) * seeds,

@@ -108,10 +108,12 @@ struct Stash {
   int x = 0;
 };
 
-// Raises a shape mismatch error, to exercise error paths: always, or only while a checkpoint
-// recomputes (a body that is not a pure function of its inputs; eager mode never recomputes).
+// Raises a shape mismatch error, to exercise error paths: always, only while a checkpoint
+// recomputes (a body that is not a pure function of its inputs; eager mode never recomputes),
+// or only in the first iteration (a batch that fails once, which a loop going on after errors
+// skips).
 struct Raise {
-  enum class When { always, recompute };
+  enum class When { always, recompute, first_iteration };
   int x = 0;
   When when = When::always;
 };
@@ -170,6 +172,9 @@ struct Case {
   DType dtype = DType::float32;
   std::string device = "cpu";
   int iterations = 1;
+  // After an iteration raises, the next ones run (a training loop that skips the batch), from
+  // the state the error left; by default the run stops at the error.
+  bool continue_after_error = false;
   std::vector<Leaf> leaves;
   Segment root;
 };

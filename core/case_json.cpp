@@ -319,6 +319,7 @@ json to_json(const Case& c) {
           {"iterations", c.iterations},
           {"leaves", std::move(leaves)},
           {"root", segment_to_json(c.root)}};
+  if (c.continue_after_error) j["continue_after_error"] = true;
   if (!c.note.empty()) j["note"] = c.note;
   if (!c.expect.empty()) {
     json expect = json::array();
@@ -332,7 +333,8 @@ json to_json(const Case& c) {
 
 Case case_from_json(const json& j, const Limits& limits) {
   const Reader r(j, "case");
-  r.only({"format", "version", "seed", "dtype", "device", "iterations", "leaves", "root", "note", "expect"});
+  r.only({"format", "version", "seed", "dtype", "device", "iterations", "continue_after_error", "leaves", "root", "note",
+          "expect"});
   if (r.field("format").string() != "recheck-case") r.field("format").fail("\"recheck-case\"");
   const int64_t version = r.field("version").integer(INT64_MIN, INT64_MAX);
   if (version != kCaseFormatVersion) {
@@ -360,6 +362,7 @@ Case case_from_json(const json& j, const Limits& limits) {
     throw CaseError("case.iterations: " + over_limit("iteration count", iterations, "iterations", limits.iterations));
   }
   c.iterations = static_cast<int>(iterations);
+  if (r.has("continue_after_error")) c.continue_after_error = r.field("continue_after_error").boolean();
   // The leaves' element and byte counts are checked by validate() below, once: no tensor is
   // made while reading. A shape's length is checked before its sizes are read.
   r.field("leaves").each([&](const Reader& leaf_reader) {

@@ -46,7 +46,8 @@ struct OpShow {
   }
   std::string operator()(const Stash& op) const { return "stash(" + v(op.x) + ")"; }
   std::string operator()(const Raise& op) const {
-    return "raise_shape_mismatch(" + v(op.x) + (op.when == Raise::When::recompute ? ", when=recompute" : "") + ")";
+    return "raise_shape_mismatch(" + v(op.x) +
+           (op.when == Raise::When::always ? "" : std::string(", when=") + name_of(kRaiseWhens, op.when)) + ")";
   }
   std::string operator()(const Fork& op) const {
     std::string text = "fork(" + python_string_literal(op.tracker_state);
@@ -104,7 +105,8 @@ std::string show_arg(const Arg& arg) {
 std::string show(const Case& c) {
   std::ostringstream out;
   out << "case: seed " << c.seed << ", " << to_string(c.dtype) << " on " << c.device << ", "
-      << c.iterations << (c.iterations == 1 ? " iteration" : " iterations") << "\n";
+      << c.iterations << (c.iterations == 1 ? " iteration" : " iterations")
+      << (c.continue_after_error ? ", going on after errors" : "") << "\n";
   for (size_t i = 0; i < c.leaves.size(); ++i) {
     const Leaf& leaf = c.leaves[i];
     out << "  " << v(static_cast<int>(i)) << " = leaf [";

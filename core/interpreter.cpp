@@ -95,9 +95,12 @@ class Interpreter {
     scopes_->reset();
   }
 
-  std::vector<std::string> recomputation_inputs_holding_grad() const {
+  // `returned_only`: only the inputs of checkpoint calls whose backward returned (after an
+  // error, those of a backward it cut short were never collected).
+  std::vector<std::string> recomputation_inputs_holding_grad(bool returned_only = false) const {
     std::vector<std::string> held;
     for (const Watched& w : watched_) {
+      if (returned_only && !*w.returned) continue;
       auto impl = w.input.lock();
       if (!impl) continue;
       const at::Tensor input(std::move(impl));
@@ -162,7 +165,29 @@ class Interpreter {
   struct Watched {
     std::string where;
     c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> input;
+    std::shared_ptr<bool> returned;  // the backward of the call that recomputed it returned
   };
+  // Marks a checkpoint call's backward as returned, from its node's post-hook (which a backward
+  // that raises never reaches).
+  struct MarkReturned final : torch::autograd::FunctionPostHook {
+    explicit MarkReturned(std::shared_ptr<bool> returned) : returned(std::move(returned)) {}
+    torch::autograd::variable_list operator()(const torch::autograd::variable_list& grad_inputs,
+                                              const torch::autograd::variable_list&) override {
+      *returned = true;
+      return grad_inputs;
+    }
+    std::shared_ptr<bool> returned;
+  };
+
+  void mark_when_backward_returns(const Values& outputs, const std::shared_ptr<bool>& returned) {
+    std::unordered_set<torch::autograd::Node*> hooked;
+    for (const Value& output : outputs) {
+      if (!is_tensor(output)) continue;
+      const torch::autograd::AutogradMeta* meta = torch::autograd::impl::get_autograd_meta(as_tensor(output));
+      if (meta == nullptr || !meta->grad_fn_ || !hooked.insert(meta->grad_fn_.get()).second) continue;
+      meta->grad_fn_->add_post_hook(std::make_unique<MarkReturned>(returned));
+    }
+  }
   struct Produced {
     std::string where;
     c10::weak_intrusive_ptr<c10::StorageImpl> storage;
@@ -181,13 +206,13 @@ class Interpreter {
     }
   }
 
-  void watch_recomputation_inputs(const std::string& site, const Values& inputs) {
+  void watch_recomputation_inputs(const std::string& site, const Values& inputs, const std::shared_ptr<bool>& returned) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (!is_tensor(inputs[i])) continue;
       const at::Tensor& input = as_tensor(inputs[i]);
       const std::string where = site + " input " + std::to_string(i);
       c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> weak(input.getIntrusivePtr());
-      watched_.push_back(Watched{where, std::move(weak)});
+      watched_.push_back(Watched{where, std::move(weak), returned});
       if (input.requires_grad()) {
         // The gradient autograd hands this input (which it stores as its .grad), watched by a
         // weak reference to its storage; the hook keeps no reference to the gradient.
@@ -290,6 +315,7 @@ class Interpreter {
   Values run(const Raise& op, const Values& v) {
     const at::Tensor& x = expect_tensor(v.at(op.x), "raise");
     if (op.when == Raise::When::recompute && recomputing_ == 0) return {x};
+    if (op.when == Raise::When::first_iteration && iteration != 0) return {x};
     at::mm(x.reshape({1, -1}), at::zeros({x.numel() + 1, 1}, x.options()));
     return {};  // not reached: the shapes never match
   }
@@ -323,10 +349,11 @@ class Interpreter {
     }
     const Segment* body = &*op.body;
     auto calls = std::make_shared<int>(0);
-    RunFunction run_function = [this, &op, body, record, calls](const Values& inputs) {
+    auto returned = std::make_shared<bool>(false);
+    RunFunction run_function = [this, &op, body, record, calls, returned](const Values& inputs) {
       // Every call after the first is a recomputation, and so is all that runs inside it.
       const bool recomputation = (*calls)++ > 0;
-      if (recomputation) watch_recomputation_inputs(sites_.at(&op), inputs);
+      if (recomputation) watch_recomputation_inputs(sites_.at(&op), inputs, returned);
       struct Count {  // counts this call while it runs, also when it throws
         int& in_progress;
         bool counted;
@@ -351,6 +378,7 @@ class Interpreter {
       outputs = implementation_.apply(run_function, op.distribute, args);
     }
     scope_backward_of(sites_.at(&op), outputs);
+    mark_when_backward_returns(outputs, returned);
     if (outputs.size() != op.body->outputs.size()) {
       throw PythonError("RuntimeError", implementation_.name() + " returned " + std::to_string(outputs.size()) +
                                             " outputs for a body with " +
@@ -555,7 +583,23 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
       if (loss.defined()) torch::autograd::backward({loss});
     } catch (...) {
       if (timeline) obs.timeline = probe->stop_timeline();
-      obs.error = ErrorRecord{iteration, phase, describe_current_exception(), harness_snapshot(), std::move(phase_start)};
+      // The state the error left, as the caller finds it once the exception reached it: the
+      // outputs and the graph are gone (they lived in the block the exception left).
+      record.error = ErrorRecord{iteration, phase, describe_current_exception(), harness_snapshot(), std::move(phase_start)};
+      if (!obs.error) obs.error = record.error;
+      record.outputs.clear();
+      record.loss = at::Tensor();
+      record.detached_inputs_holding_grad = interpreter.recomputation_inputs_holding_grad(/*returned_only=*/true);
+      (void)interpreter.release_recomputation_grads();
+      for (const at::Tensor& leaf : leaves) {
+        record.leaf_grads.push_back(clone_for_record(leaf.grad()));
+        record.leaf_data.push_back(clone_for_record(leaf));
+      }
+      record.rng = record.error->rng;
+      record.checkpointing_flag = implementation.checkpointing_flag();
+      obs.iterations.push_back(std::move(record));
+      // A training loop that skips the batch goes on with the next; by default the run stops.
+      if (c.continue_after_error) continue;
       break;
     }
     // The outputs and the loss are gone: what is held now is the floor.

@@ -35,6 +35,17 @@ struct AllocationRecord {
   std::map<std::string, std::vector<int64_t>> by_scope;
 };
 
+struct ErrorRecord {
+  int iteration = 0;
+  std::string phase;  // "forward" or "backward"
+  RaisedError error;
+  rng::Snapshot rng;  // the states when the error reached the caller
+  rng::Snapshot rng_at_phase_start;  // the states when forward or backward began
+};
+
+// One iteration of a run: what it computed, and the state it left. An iteration that raised
+// (`error` set) has no outputs or loss; its leaves, RNG states, flag and recomputation inputs
+// are the state the error left, as the caller sees it once the exception reached it.
 struct IterationRecord {
   std::vector<at::Tensor> outputs;     // the root's outputs, cloned; undefined for non-tensors
   at::Tensor loss;                     // undefined when no output required grad
@@ -50,14 +61,11 @@ struct IterationRecord {
   // Every gradient that autograd handed a recomputation input and that is still alive although
   // neither a leaf's .grad nor a live recomputation input holds it (weak references).
   std::vector<std::string> gradients_held_elsewhere;
-};
-
-struct ErrorRecord {
-  int iteration = 0;
-  std::string phase;  // "forward" or "backward"
-  RaisedError error;
-  rng::Snapshot rng;  // the states when the error reached the caller
-  rng::Snapshot rng_at_phase_start;  // the states when forward or backward began
+  // Set when the iteration raised. After an error only the recomputation inputs of checkpoint
+  // calls whose backward returned are listed above (those of a backward the error cut short
+  // were never collected, so the change has nothing to clear), gradients_held_elsewhere is
+  // empty, and memory and allocations are not measured.
+  std::optional<ErrorRecord> error;
 };
 
 // One execution of a checkpoint op: the outputs of every call of its body. Call 0 is the
@@ -72,8 +80,11 @@ struct Observations {
   std::string implementation;
   std::string code;    // CheckpointImplementation::code()
   std::string device;  // "cpu" or "cuda"
+  // Every iteration that ran, in order, the one that raised included: a case that stops at an
+  // error (the default) has no record after it, one that goes on after errors
+  // (Case::continue_after_error) has one for each.
   std::vector<IterationRecord> iterations;
-  std::optional<ErrorRecord> error;
+  std::optional<ErrorRecord> error;  // the first error (also in its iteration's record)
   std::vector<SegmentCall> segment_calls;
   int64_t op_executions = 0;
   std::vector<int64_t> timeline;  // bytes held after each allocation and free, last iteration

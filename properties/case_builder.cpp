@@ -535,6 +535,24 @@ class SegmentBuilder {
   std::vector<ValueInfo> output_infos_;
 };
 
+bool raises(const Segment& segment) {
+  for (const Op& op : segment.ops) {
+    if (std::holds_alternative<Raise>(op)) return true;
+    if (const Segment* body = op_body(op); body != nullptr && raises(*body)) return true;
+  }
+  return false;
+}
+
+void raise_in_first_iteration_only(Segment& segment) {
+  for (Op& op : segment.ops) {
+    if (auto* raise = std::get_if<Raise>(&op); raise != nullptr && raise->when == Raise::When::always) {
+      raise->when = Raise::When::first_iteration;
+    }
+    if (auto* checkpoint = std::get_if<Checkpoint>(&op)) raise_in_first_iteration_only(*checkpoint->body);
+    if (auto* fork = std::get_if<Fork>(&op)) raise_in_first_iteration_only(*fork->body);
+  }
+}
+
 Case build_segments(const GenOptions& options) {
   Case c;
   c.seed = choose_in_range<uint64_t>(0, 1000000);
@@ -570,6 +588,13 @@ Case build_segments(const GenOptions& options) {
   }
   SegmentBuilder root(options, 0, inputs);
   c.root = root.build(/*is_root=*/true);
+  // A loop that goes on after an error (one that skips the batch), for a case that can raise
+  // and has an iteration after the first. Drawn last, so that the graph is the one drawn without
+  // it; mostly a batch that fails once: the raises in forward then raise in the first iteration.
+  if (c.iterations > 1 && raises(c.root) && choose_in_range(0, 2) == 1) {
+    c.continue_after_error = true;
+    if (choose_in_range(0, 4) != 0) raise_in_first_iteration_only(c.root);
+  }
   return c;
 }
 

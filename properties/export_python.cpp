@@ -166,7 +166,10 @@ class SegmentWriter {
     }
     if (const auto* o = std::get_if<Stash>(&op)) return "run.stash[" + py_string(site) + "] = " + x(o->x);
     if (const auto* o = std::get_if<Raise>(&op)) {
-      return "v.append(run.raise_op(" + x(o->x) + ", " + (o->when == Raise::When::recompute ? "True" : "False") + "))";
+      const char* when = o->when == Raise::When::recompute         ? "recompute"
+                         : o->when == Raise::When::first_iteration ? "first-iteration"
+                                                                   : "always";
+      return "v.append(run.raise_op(" + x(o->x) + ", " + py_string(when) + "))";
     }
     if (const auto* o = std::get_if<Fork>(&op)) {
       const int body = write(*o->body, site + ".body");
@@ -247,6 +250,7 @@ std::string export_python(const Case& c, const ExportOptions& options) {
   for (const char* p : kProperties) out << py_string(p) << ", ";
   out << "]\n";
   out << "ITERATIONS = " << c.iterations << "\n";
+  out << "CONTINUE_AFTER_ERROR = " << (c.continue_after_error ? "True" : "False") << "\n";
   out << "USES_TRACKER = " << (uses_tracker(c.root) ? "True" : "False") << "\n";
   out << "CPU_SEED = " << (c.seed ^ 0x9E3779B97F4A7C15ULL) << "\n";
   out << "TRACKER_SEED = " << static_cast<int64_t>(c.seed) << "\n";

@@ -94,7 +94,7 @@ class Run:
         self.iteration = 0
 
     def call_checkpoint(self, site, body, distribute, args):
-        started, calls = [0], []
+        started, calls, returned = [0], [], [False]
         self.calls.append({"site": site, "iteration": self.iteration, "calls": calls})
 
         def run_function(*inputs):
@@ -103,7 +103,7 @@ class Run:
             if recompute:
                 for i, t in enumerate(inputs):
                     if torch.is_tensor(t):
-                        self.detached.append((f"{site} input {i}", weakref.ref(t)))
+                        self.detached.append((f"{site} input {i}", weakref.ref(t), returned))
                 self.recomputing += 1
             try:
                 outputs = body(self, *inputs)
@@ -114,7 +114,13 @@ class Run:
             return outputs
 
         outputs = self.checkpoint(run_function, distribute, *args)
-        return list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+        outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+        # Whether this call's backward returned: after an error, the inputs of a backward the
+        # error cut short were never collected, so the change has nothing to clear there.
+        nodes = {o.grad_fn for o in outputs if torch.is_tensor(o) and o.grad_fn is not None}
+        for node in nodes:
+            node.register_hook(lambda grad_inputs, grad_outputs: returned.__setitem__(0, True))
+        return outputs
 
     def random(self, x, fn, source, state, p):
         def draw(generator, where):
@@ -134,8 +140,10 @@ class Run:
                 sample = draw(DEVICE_GEN, x.device)
         return x * sample / (1.0 - p) if fn == "dropout" else x + sample * p
 
-    def raise_op(self, x, when_recompute):
-        if when_recompute and self.recomputing == 0:
+    def raise_op(self, x, when):
+        if when == "recompute" and self.recomputing == 0:
+            return x
+        if when == "first-iteration" and self.iteration != 0:
             return x
         torch.mm(x.reshape(1, -1), torch.zeros(x.numel() + 1, 1, dtype=x.dtype, device=x.device))
         return x  # not reached: the shapes never match
@@ -167,16 +175,23 @@ def run_case(checkpoint):
             phase, start = "backward", rng_snapshot()
             if loss is not None:
                 loss.backward()
+            del outputs, loss
         except Exception as error:  # what the case raised is an observation, as in recheck
-            seen["error"] = {"iteration": iteration, "phase": phase, "type": type(error).__name__,
-                             "message": str(error), "rng": rng_snapshot(), "rng_at_start": start}
-            break
+            # The state the error left is recorded as an iteration's is: no outputs, and only
+            # the recomputation inputs of calls whose backward returned.
+            record = {"error": {"iteration": iteration, "phase": phase, "type": type(error).__name__,
+                                "message": str(error), "rng": rng_snapshot(), "rng_at_start": start}}
+            seen["error"] = seen["error"] or record["error"]
+            outputs = loss = None  # the graph goes with them, as it does in recheck
         record["leaf_grads"] = [keep(leaf.grad) for leaf in leaves]
         record["leaf_data"] = [keep(leaf) for leaf in leaves]
         record["rng"] = rng_snapshot()
         record["flag"] = bool(getattr(megatron_random, "IS_CHECKPOINTING", False))
-        record["holding_grad"] = [site for site, ref in run.detached if ref() is not None and ref().grad is not None]
+        record["holding_grad"] = [site for site, ref, returned in run.detached
+                                  if ref() is not None and ref().grad is not None and ("error" not in record or returned[0])]
         seen["iterations"].append(record)
+        if "error" in record and not CONTINUE_AFTER_ERROR:
+            break
     return seen
 
 
@@ -225,8 +240,16 @@ def ulp_difference(a, b, bound):
 def check(prop, subject, eager, oracle):
     """The evidence that `prop` fails for `subject` (a run), or None when it holds."""
     common = lambda a, b: zip(range(min(len(a["iterations"]), len(b["iterations"]))), a["iterations"], b["iterations"])
+    error_of = lambda r: None if "error" not in r else (r["error"]["phase"], r["error"]["type"], r["error"]["message"])
+    # Both completed the iteration, or both raised the same error in the same phase of it (then
+    # the state the error left is compared); where they part, errors-match judges.
+    comparable = lambda s, e: error_of(s) == error_of(e)
+    completed = lambda s, e: "error" not in s and "error" not in e
+    at = lambda i, s: f"iteration {i}" + (" (after its error)" if "error" in s else "")
     if prop == "outputs-bitwise":
         for i, s, e in common(subject, eager):
+            if not completed(s, e):
+                continue
             for o, (x, y) in enumerate(zip(s["outputs"], e["outputs"])):
                 if (d := bitwise_difference(x, y)):
                     return f"iteration {i}, output {o}: {d}"
@@ -235,10 +258,14 @@ def check(prop, subject, eager, oracle):
     elif prop in ("grads-bitwise", "grads-match-eager"):
         reference = oracle if prop == "grads-bitwise" else eager
         for i, s, e in common(subject, reference):
+            # After an error in backward, what the engine had accumulated depends on the order it
+            # ran the graph, which checkpointing changes: compared with the oracle only.
+            if not comparable(s, e) or (prop == "grads-match-eager" and "error" in s and s["error"]["phase"] != "forward"):
+                continue
             for leaf, (x, y) in enumerate(zip(s["leaf_grads"], e["leaf_grads"])):
                 d = bitwise_difference(x, y) if prop == "grads-bitwise" else ulp_difference(x, y, GRAD_ULP_BOUND)
                 if d:
-                    return f"iteration {i}, leaf v{leaf} .grad: {d}"
+                    return f"{at(i, s)}, leaf v{leaf} .grad: {d}"
     elif prop == "recompute-fidelity":
         for call in subject["calls"]:
             for k, recomputed in enumerate(call["calls"][1:], 1):
@@ -247,30 +274,38 @@ def check(prop, subject, eager, oracle):
                         return f"{call['site']} at iteration {call['iteration']}, recomputed output {o} vs forward: {d}"
     elif prop == "rng-restored":
         for i, s, e in common(subject, eager):
-            if (d := rng_difference(s["rng"], e["rng"])):
+            if completed(s, e) and (d := rng_difference(s["rng"], e["rng"])):
                 return f"after iteration {i}: differs from eager: {d}"
     elif prop == "errors-match":
-        s, e = subject["error"], eager["error"]
         describe = lambda x: "no error" if x is None else \
             f"{x['type']} in iteration {x['iteration']} {x['phase']}: {x['message']}"
-        if s is not None and s["phase"] == "backward" and (d := rng_difference(s["rng"], s["rng_at_start"])):
-            return f"{describe(s)}; RNG not restored when the error reached the caller: {d}"
         key = lambda x: None if x is None else (x["type"], x["message"], x["iteration"])
-        if key(s) != key(e):
-            return f"{describe(s)} | eager: {describe(e)}"
-        if s is not None and (d := rng_difference(s["rng"], e["rng"])):
-            return f"RNG after the error differs from eager: {d}"
+        # The first error a run raised in iteration i or later: where the runs part, each side
+        # is named by its next error.
+        next_error = lambda run, i: next((r["error"] for r in run["iterations"][i:] if "error" in r), None)
+        for i, sr, er in common(subject, eager):
+            if "error" not in sr and "error" not in er:
+                continue
+            s, e = sr.get("error") or next_error(subject, i), er.get("error") or next_error(eager, i)
+            if s is not None and s["phase"] == "backward" and (d := rng_difference(s["rng"], s["rng_at_start"])):
+                return f"{describe(s)}; RNG not restored when the error reached the caller: {d}"
+            if key(s) != key(e):
+                return f"{describe(s)} | eager: {describe(e)}"
+            if (d := rng_difference(s["rng"], e["rng"])):
+                return f"RNG after the error in iteration {i} differs from eager: {d}"
     elif prop == "no-side-effects":
         for i, s, e in common(subject, eager):
+            if not comparable(s, e):
+                continue
             for leaf, (x, y) in enumerate(zip(s["leaf_data"], e["leaf_data"])):
                 if (d := bitwise_difference(x, y)):
-                    return f"iteration {i}, leaf v{leaf} data: {d}"
+                    return f"{at(i, s)}, leaf v{leaf} data: {d}"
             if s["flag"] != e["flag"]:
-                return f"after iteration {i}: is-checkpointing flag {s['flag']}, eager {e['flag']}"
+                return f"after {at(i, s)}: is-checkpointing flag {s['flag']}, eager {e['flag']}"
     elif prop == "grad-released":
         for i, s in enumerate(subject["iterations"]):
             if s["holding_grad"]:
-                return f"after iteration {i}: recomputation inputs still holding .grad: {', '.join(s['holding_grad'])}"
+                return f"after {at(i, s)}: recomputation inputs still holding .grad: {', '.join(s['holding_grad'])}"
     return None
 
 

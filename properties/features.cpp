@@ -37,7 +37,9 @@ class FeatureWalker {
         out_.insert(static_cast<size_t>(s->x) < input_count && depth > 0 ? "stash of a body input" : "stash");
       }
       if (const auto* r = std::get_if<Raise>(&op)) {
-        out_.insert(r->when == Raise::When::always ? "raise in forward" : "raise in recomputation");
+        out_.insert(r->when == Raise::When::always      ? "raise in forward"
+                    : r->when == Raise::When::recompute ? "raise in recomputation"
+                                                        : "raise in the first iteration only");
       }
       if (const auto* f = std::get_if<Fork>(&op)) {
         out_.insert("tracker fork");
@@ -137,6 +139,7 @@ std::vector<std::string> case_features(const Case& c) {
   std::set<std::string> features;
   features.insert(std::string("dtype: ") + to_string(c.dtype));
   features.insert("iterations: " + std::to_string(c.iterations));
+  if (c.continue_after_error) features.insert("going on after errors");
   for (const Leaf& leaf : c.leaves) {
     int64_t elements = 1;
     for (int64_t d : leaf.shape) elements *= d;

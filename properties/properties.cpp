@@ -63,7 +63,15 @@ bool reached(const Verdict& failed, const Observations& run) {
     if (record >= run.segment_calls.size() || run.segment_calls[record].iteration != failed.iteration) return false;
     return static_cast<int>(run.segment_calls[record].calls.size()) > failed.call;
   }
-  return failed.iteration < 0 || static_cast<size_t>(failed.iteration) < run.iterations.size();
+  if (failed.iteration < 0) return true;
+  const size_t i = static_cast<size_t>(failed.iteration);
+  if (i >= run.iterations.size()) return false;
+  const std::optional<ErrorRecord>& error = run.iterations[i].error;
+  // An iteration that raised was not completed; the state its error left is reached by a run
+  // that raised in it too.
+  if (failed.after_error) return error.has_value();
+  if (failed.about_the_error) return true;
+  return !error.has_value();
 }
 
 Classification classify(const Verdict& oracle, const Verdict& sut, const Observations& oracle_run,
@@ -92,18 +100,44 @@ std::string at_iteration(size_t i) { return "iteration " + std::to_string(i); }
 std::string leaf(size_t i) { return "leaf v" + std::to_string(i); }
 
 // Two runs that stopped after a different number of iterations are told apart by errors-match;
-// the tensor properties compare the iterations both completed.
+// the tensor properties compare the iterations both ran.
 size_t common_iterations(const Observations& a, const Observations& b) {
   return std::min(a.iterations.size(), b.iterations.size());
+}
+
+// Both runs completed iteration i.
+bool completed(const IterationRecord& a, const IterationRecord& b) { return !a.error && !b.error; }
+
+// Iteration i of two runs can be compared: both completed it, or both raised the same error in
+// the same phase of it, and then what is compared is the state the error left. Runs that part
+// there are errors-match's to judge.
+bool comparable(const IterationRecord& a, const IterationRecord& b) {
+  if (completed(a, b)) return true;
+  return a.error && b.error && a.error->phase == b.error->phase && a.error->error == b.error->error;
+}
+
+// "iteration 1", or "iteration 1, after its error" for the state an error left.
+std::string at_record(size_t i, const IterationRecord& r) {
+  return at_iteration(i) + (r.error ? " (after its error)" : "");
+}
+
+// A failure in the records of iteration i, which may be the state an error left.
+Verdict fail_at(size_t i, const IterationRecord& r, std::string where, std::optional<Difference> difference,
+                std::string detail = "") {
+  Verdict v = Verdict::fail_in(i, std::move(where), std::move(difference), std::move(detail));
+  v.after_error = r.error.has_value();
+  return v;
 }
 
 Verdict grads_bitwise(const Observations& subject, const Runs& runs) {
   const Observations& oracle = runs.oracle;
   for (size_t i = 0; i < common_iterations(subject, oracle); ++i) {
-    const auto& s = subject.iterations[i].leaf_grads;
+    const IterationRecord& sr = subject.iterations[i];
+    if (!comparable(sr, oracle.iterations[i])) continue;
+    const auto& s = sr.leaf_grads;
     const auto& o = oracle.iterations[i].leaf_grads;
     for (size_t l = 0; l < s.size() && l < o.size(); ++l) {
-      if (auto d = bitwise_difference(s[l], o[l])) return Verdict::fail_in(i, at_iteration(i) + ", " + leaf(l) + " .grad", d);
+      if (auto d = bitwise_difference(s[l], o[l])) return fail_at(i, sr, at_record(i, sr) + ", " + leaf(l) + " .grad", d);
     }
   }
   return Verdict::pass();
@@ -114,6 +148,7 @@ Verdict outputs_bitwise(const Observations& subject, const Runs& runs) {
   for (size_t i = 0; i < common_iterations(subject, eager); ++i) {
     const IterationRecord& s = subject.iterations[i];
     const IterationRecord& e = eager.iterations[i];
+    if (!completed(s, e)) continue;
     for (size_t o = 0; o < s.outputs.size() && o < e.outputs.size(); ++o) {
       if (auto d = bitwise_difference(s.outputs[o], e.outputs[o])) {
         return Verdict::fail_in(i, at_iteration(i) + ", output " + std::to_string(o), d);
@@ -153,15 +188,22 @@ Verdict recompute_fidelity(const Observations& subject, const Runs&) {
   return Verdict::pass();
 }
 
+// After an error in forward the leaves' .grad are what the iterations before left, so they are
+// compared with eager mode's too. After an error in backward they are not: which gradients the
+// engine had accumulated when the error stopped it depends on the order it ran the graph's
+// nodes, which checkpointing changes and autograd does not specify (grads-bitwise compares them
+// with the oracle's, which runs the same graph).
 Verdict grads_match_eager(const Observations& subject, const Runs& runs) {
   const Observations& eager = runs.eager;
   for (size_t i = 0; i < common_iterations(subject, eager); ++i) {
-    const auto& s = subject.iterations[i].leaf_grads;
+    const IterationRecord& sr = subject.iterations[i];
+    if (!comparable(sr, eager.iterations[i]) || (sr.error && sr.error->phase != "forward")) continue;
+    const auto& s = sr.leaf_grads;
     const auto& e = eager.iterations[i].leaf_grads;
     for (size_t l = 0; l < s.size() && l < e.size(); ++l) {
       const int64_t bound = e[l].defined() ? grad_ulp_bound(e[l].scalar_type()) : 0;
       if (auto d = scaled_ulp_difference(s[l], e[l], bound)) {
-        return Verdict::fail_in(i, at_iteration(i) + ", " + leaf(l) + " .grad", d);
+        return fail_at(i, sr, at_record(i, sr) + ", " + leaf(l) + " .grad", d);
       }
     }
   }
@@ -187,9 +229,11 @@ std::string rng_difference(const rng::Snapshot& s, const rng::Snapshot& e) {
   return parts;
 }
 
+// The RNG states after an iteration that raised are errors-match's.
 Verdict rng_restored(const Observations& subject, const Runs& runs) {
   const Observations& eager = runs.eager;
   for (size_t i = 0; i < common_iterations(subject, eager); ++i) {
+    if (!completed(subject.iterations[i], eager.iterations[i])) continue;
     const std::string differs = rng_difference(subject.iterations[i].rng, eager.iterations[i].rng);
     if (!differs.empty()) return Verdict::fail_in(i, "after " + at_iteration(i), std::nullopt, "differs from eager: " + differs);
   }
@@ -202,11 +246,17 @@ std::string describe_error(const std::optional<ErrorRecord>& error) {
          error->error.message;
 }
 
-Verdict errors_match(const Observations& subject, const Runs& runs) {
-  const Observations& eager = runs.eager;
-  const auto& s = subject.error;
-  const auto& e = eager.error;
-  if (!s && !e) return Verdict::pass();
+// The first error a run raised in iteration `from` or later (the run's first, without records).
+std::optional<ErrorRecord> first_error_from(const Observations& run, size_t from) {
+  for (size_t i = from; i < run.iterations.size(); ++i) {
+    if (run.iterations[i].error) return run.iterations[i].error;
+  }
+  return run.iterations.empty() ? run.error : std::nullopt;
+}
+
+// Two errors (or none) at the point the runs part or meet: eager mode's type and message, at the
+// same iteration, leaving eager mode's RNG states. `parted`: the iteration they are judged at.
+Verdict compare_errors(const std::optional<ErrorRecord>& s, const std::optional<ErrorRecord>& e, size_t parted) {
   // Backward draws no random numbers in eager mode, so an error raised in backward (a failing
   // recomputation) must reach the caller with the states backward began with.
   std::string unrestored;
@@ -214,50 +264,78 @@ Verdict errors_match(const Observations& subject, const Runs& runs) {
     const std::string differs = rng_difference(s->rng, s->rng_at_phase_start);
     if (!differs.empty()) unrestored = "; RNG not restored when the error reached the caller: " + differs;
   }
-  // The failure is in the first iteration where the subject and eager mode part: the earlier of
-  // the two errors (what classification asks the other run to have reached).
-  const size_t parted = static_cast<size_t>(std::min(s ? s->iteration : INT_MAX, e ? e->iteration : INT_MAX));
+  auto fail = [&](std::string where, std::string detail) {
+    Verdict v = Verdict::fail_in(parted, std::move(where), std::nullopt, std::move(detail));
+    v.about_the_error = true;
+    return v;
+  };
   if (!s || !e || !(s->error == e->error) || s->iteration != e->iteration) {
-    return Verdict::fail_in(parted, "error", std::nullopt, describe_error(s) + " | eager: " + describe_error(e) + unrestored);
+    return fail("error", describe_error(s) + " | eager: " + describe_error(e) + unrestored);
   }
   const std::string differs = rng_difference(s->rng, e->rng);
-  if (!differs.empty()) {
-    return Verdict::fail_in(parted, "RNG after the error", std::nullopt, "differs from eager: " + differs);
-  }
-  if (!unrestored.empty()) return Verdict::fail_in(parted, "error", std::nullopt, describe_error(s) + unrestored);
+  if (!differs.empty()) return fail("RNG after the error", "differs from eager: " + differs);
+  if (!unrestored.empty()) return fail("error", describe_error(s) + unrestored);
   return Verdict::pass();
 }
 
+// Every iteration both runs ran, in order: where one raised, the other raised the same error
+// there, leaving the same RNG states. A run that goes on after errors is judged at each.
+Verdict errors_match(const Observations& subject, const Runs& runs) {
+  const Observations& eager = runs.eager;
+  if (subject.iterations.empty() || eager.iterations.empty()) {  // an error before the first iteration
+    if (!subject.error && !eager.error) return Verdict::pass();
+    const size_t parted = static_cast<size_t>(
+        std::min(subject.error ? subject.error->iteration : INT_MAX, eager.error ? eager.error->iteration : INT_MAX));
+    return compare_errors(subject.error, eager.error, parted);
+  }
+  for (size_t i = 0; i < common_iterations(subject, eager); ++i) {
+    const IterationRecord& s = subject.iterations[i];
+    const IterationRecord& e = eager.iterations[i];
+    if (!s.error && !e.error) continue;
+    // Where they part, each side is described by its next error: one that stopped its run later
+    // is named as the run raised it.
+    const Verdict v = compare_errors(s.error ? s.error : first_error_from(subject, i),
+                                     e.error ? e.error : first_error_from(eager, i), i);
+    if (!v.holds) return v;
+  }
+  return Verdict::pass();
+}
+
+// Leaf data and the is-checkpointing flag after every iteration both runs ran alike, the state
+// an error left included (Megatron's forward sets the flag and, raising, leaves it set).
 Verdict no_side_effects(const Observations& subject, const Runs& runs) {
   const Observations& eager = runs.eager;
   for (size_t i = 0; i < common_iterations(subject, eager); ++i) {
     const IterationRecord& s = subject.iterations[i];
     const IterationRecord& e = eager.iterations[i];
+    if (!comparable(s, e)) continue;
     for (size_t l = 0; l < s.leaf_data.size() && l < e.leaf_data.size(); ++l) {
       if (auto d = bitwise_difference(s.leaf_data[l], e.leaf_data[l])) {
-        return Verdict::fail_in(i, at_iteration(i) + ", " + leaf(l) + " data", d);
+        return fail_at(i, s, at_record(i, s) + ", " + leaf(l) + " data", d);
       }
     }
     if (s.checkpointing_flag != e.checkpointing_flag) {
-      return Verdict::fail_in(i, "after " + at_iteration(i), std::nullopt,
-                           std::string("is-checkpointing flag left ") + (s.checkpointing_flag ? "set" : "unset"));
+      return fail_at(i, s, "after " + at_record(i, s), std::nullopt,
+                     std::string("is-checkpointing flag left ") + (s.checkpointing_flag ? "set" : "unset"));
     }
   }
   return Verdict::pass();
 }
 
+// After an error, only the inputs of checkpoint calls whose backward returned are listed
+// (core/interpreter.h): the change clears what backward collected.
 Verdict grad_released(const Observations& subject, const Runs&) {
   for (size_t i = 0; i < subject.iterations.size(); ++i) {
-    const auto& held = subject.iterations[i].detached_inputs_holding_grad;
+    const IterationRecord& r = subject.iterations[i];
+    const auto& held = r.detached_inputs_holding_grad;
     if (!held.empty()) {
-      return Verdict::fail_in(i, "after " + at_iteration(i), std::nullopt,
-                           std::to_string(held.size()) + " recomputation input(s) still hold a .grad, first " +
-                               held.front());
+      return fail_at(i, r, "after " + at_record(i, r), std::nullopt,
+                     std::to_string(held.size()) + " recomputation input(s) still hold a .grad, first " + held.front());
     }
-    const auto& elsewhere = subject.iterations[i].gradients_held_elsewhere;
+    const auto& elsewhere = r.gradients_held_elsewhere;
     if (!elsewhere.empty()) {
-      return Verdict::fail_in(i, "after " + at_iteration(i), std::nullopt,
-                           std::to_string(elsewhere.size()) + " gradient(s) not freed, first " + elsewhere.front());
+      return fail_at(i, r, "after " + at_record(i, r), std::nullopt,
+                     std::to_string(elsewhere.size()) + " gradient(s) not freed, first " + elsewhere.front());
     }
   }
   return Verdict::pass();
@@ -351,7 +429,8 @@ const std::vector<Property>& properties() {
        /*claim_of_change=*/false, /*reads_eager=*/true},
       {"errors-match", "errors have eager mode's type and message, and leave eager mode's RNG states", errors_match,
        /*claim_of_change=*/false, /*reads_eager=*/true},
-      {"no-side-effects", "leaf data and the is-checkpointing flag are as eager mode leaves them", no_side_effects,
+      {"no-side-effects", "leaf data and the is-checkpointing flag are as eager mode leaves them, after an error too",
+       no_side_effects,
        /*claim_of_change=*/false, /*reads_eager=*/true},
       {"grad-released", "after backward no recomputation input still alive holds a .grad (a claim of the change)",
        grad_released, /*claim_of_change=*/true},
@@ -385,6 +464,11 @@ bool same_tensors(const std::vector<at::Tensor>& a, const std::vector<at::Tensor
 }
 
 bool same_rng(const rng::Snapshot& a, const rng::Snapshot& b) { return rng_difference(a, b).empty(); }
+
+bool same_error(const ErrorRecord& x, const ErrorRecord& y) {
+  return x.iteration == y.iteration && x.phase == y.phase && x.error == y.error && same_rng(x.rng, y.rng) &&
+         same_rng(x.rng_at_phase_start, y.rng_at_phase_start);
+}
 
 // The checks of every property, or of those that do not read the eager run when it is null.
 std::vector<PropertyResult> check_all(const Observations* eager, const Observations& oracle, const Observations& sut,
@@ -426,16 +510,14 @@ bool agree_for_eager(const Observations& a, const Observations& b) {
     const IterationRecord& y = b.iterations[i];
     if (!same_tensors(x.outputs, y.outputs) || bitwise_difference(x.loss, y.loss) ||
         !same_tensors(x.leaf_grads, y.leaf_grads) || !same_tensors(x.leaf_data, y.leaf_data) ||
-        !same_rng(x.rng, y.rng) || x.checkpointing_flag != y.checkpointing_flag) {
+        !same_rng(x.rng, y.rng) || x.checkpointing_flag != y.checkpointing_flag ||
+        x.error.has_value() != y.error.has_value()) {
       return false;
     }
+    if (x.error && !same_error(*x.error, *y.error)) return false;
   }
   if (a.error.has_value() != b.error.has_value()) return false;
-  if (!a.error) return true;
-  const ErrorRecord& x = *a.error;
-  const ErrorRecord& y = *b.error;
-  return x.iteration == y.iteration && x.phase == y.phase && x.error == y.error && same_rng(x.rng, y.rng) &&
-         same_rng(x.rng_at_phase_start, y.rng_at_phase_start);
+  return !a.error || same_error(*a.error, *b.error);
 }
 
 std::vector<PropertyResult> check_properties(const Observations& eager, const Observations& oracle,

@@ -23,6 +23,12 @@ struct Verdict {
   // call in it; the other run reached it when it made that call too.
   int segment_record = -1;
   int call = -1;
+  // A failure in the state an error left in `iteration`: the other run reached it when it
+  // raised in that iteration too.
+  bool after_error = false;
+  // A failure about the error raised (or not) in `iteration`: the other run reached it when it
+  // ran that iteration, completing it or raising in it (errors-match).
+  bool about_the_error = false;
 
   static Verdict pass() { return {}; }
   static Verdict fail(std::string where, std::optional<Difference> difference, std::string detail = "");

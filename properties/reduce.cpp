@@ -311,6 +311,9 @@ class Reducer {
     if (c.iterations > 1) {
       going_on([](const Case& from) { Case o = from; o.iterations = 1; return o; });
     }
+    if (c.continue_after_error) {
+      going_on([](const Case& from) { Case o = from; o.continue_after_error = false; return o; });
+    }
     for (std::size_t j = 0; j < c.leaves.size(); ++j) {
       if (c.leaves[j].requires_grad) {
         going_on([j](const Case& from) { Case o = from; o.leaves[j].requires_grad = false; return o; });

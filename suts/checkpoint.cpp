@@ -1,6 +1,7 @@
 #include "suts/checkpoint.h"
 
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -180,6 +181,16 @@ void reset_grads(const Values& tensors, const CheckpointOptions& options) {
 const char* kNotCompatibleWithGrad =
     "Checkpointing is not compatible with .grad(), please use .backward() if possible";
 
+// The fix's `finally: _unset_checkpointing()`, on the error path only (the normal path unsets
+// the flag where Megatron does): unsets it when the scope is left by an exception.
+struct FlagResetOnError {
+  bool active;
+  int exceptions = std::uncaught_exceptions();
+  ~FlagResetOnError() {
+    if (active && std::uncaught_exceptions() > exceptions) set_checkpointing(false);
+  }
+};
+
 struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
   static variable_list forward(AutogradContext* ctx, c10::intrusive_ptr<CheckpointCall> call,
                                at::TensorList tensor_args) {
@@ -200,10 +211,16 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       saved.tracker = std::move(copies);
     }
 
+    const FlagResetOnError reset_on_error{call->options.reset_flag_on_error};
     Values outputs;
     {
       at::NoGradGuard no_grad;
-      outputs = call->run_function(call->options.args_remerged_out_of_order ? tensors_first(call->args) : call->args);
+      try {
+        outputs = call->run_function(call->options.args_remerged_out_of_order ? tensors_first(call->args) : call->args);
+      } catch (...) {
+        if (call->options.rng_rewound_on_error) rng::set_all_rng_states(call->rng_states);
+        throw;
+      }
     }
 
     // Divide hidden states across the model parallel group and keep this rank's chunk.
@@ -285,6 +302,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     }
     auto call = c10::static_intrusive_pointer_cast<CheckpointCall>(ctx->saved_data["call"].toCapsule());
     set_checkpointing(true);
+    const FlagResetOnError reset_on_error{call->options.reset_flag_on_error};
     // Unpacking in Python's order: a view kept aside raises autograd's view+inplace error when
     // asked for its grad_fn, unless a tensor saved before it fails its version check first.
     for (const auto& [position, view] : call->views_saved_aside) {
@@ -412,6 +430,16 @@ const std::vector<Variant>& variants() {
     variant.is_equivalent = true;
     return variant;
   };
+  // The change under test plus a fix of something the released function gets wrong: where the
+  // oracle fails a property the fix is about, the verdict is `fixed`.
+  auto fix = [](const char* name, const char* description, bool CheckpointOptions::*fixed) {
+    CheckpointOptions options;
+    options.clear_detached_grads = true;
+    options.*fixed = true;
+    Variant variant{name, std::string("fix: ") + description, options, /*is_mutant=*/false};
+    variant.is_fix = true;
+    return variant;
+  };
   // A test variant: the change under test, crashing in backward.
   auto crashing = [](bool CheckpointOptions::*crash) {
     CheckpointOptions options;
@@ -463,12 +491,16 @@ const std::vector<Variant>& variants() {
              &CheckpointOptions::materialize_zero_grads),
       mutant("rng-states-deep-copied", "saves deep copies of the RNG states (a second copy of each)",
              &CheckpointOptions::deep_copy_rng_states),
+      mutant("rng-rewound-on-error", "puts the RNG states back as forward found them when its body raises",
+             &CheckpointOptions::rng_rewound_on_error),
       equivalent("restore-order-reversed", "sets the tracker, device and CPU states in the reverse order",
                  &CheckpointOptions::restore_rng_reversed),
       equivalent("clear-requiring-grad-only", "resets .grad only on the detached inputs that require grad",
                  &CheckpointOptions::clear_only_requiring_grad),
       equivalent("grads-moved-out", "moves each gradient out of .grad as it collects, instead of copying the handle",
                  &CheckpointOptions::move_grads_out),
+      fix("flag-reset-on-error", "unsets the is-checkpointing flag when forward or backward raises (try/finally)",
+          &CheckpointOptions::reset_flag_on_error),
       {"aborts", "test variant: aborts inside backward, to show that recheck run isolates a crashing case",
        crashing(&CheckpointOptions::abort_in_backward), /*is_mutant=*/false},
       {"segfaults", "test variant: writes through a null pointer inside backward (a segmentation fault)",

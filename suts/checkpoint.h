@@ -43,6 +43,13 @@ struct CheckpointOptions {
   bool return_grad_copies = false;                // returns a copy of each collected gradient
   bool materialize_zero_grads = false;            // zeros where the collected gradient is undefined
   bool deep_copy_rng_states = false;              // saves deep copies of the RNG states
+  // A mistake only on the error path: the RNG states put back as forward found them when its
+  // body raises (eager mode leaves them where the body's draws took them).
+  bool rng_rewound_on_error = false;              // forward's error path rewinds the RNG states
+
+  // A fix of the released function, not of the change: forward and backward unset the
+  // is-checkpointing flag when they raise, as a try/finally would (Megatron's leave it set).
+  bool reset_flag_on_error = false;
 
   // Equivalent rewrites of the change: correct, so the suite must raise no alarm on them
   // (`recheck mutants` checks them with the control).
@@ -62,6 +69,7 @@ struct Variant {
   CheckpointOptions options;
   bool is_mutant = false;
   bool is_equivalent = false;  // a correct rewrite of the change: any alarm on it is a false alarm
+  bool is_fix = false;  // the change plus a fix of the released function: `fixed`, never an alarm
 };
 
 // Every named variant, the correct ones first.

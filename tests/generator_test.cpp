@@ -103,7 +103,7 @@ TEST(Generator, reaches_every_corner_with_useful_frequency) {
       "random: cpu", "random: device", "random: tracker", "tracker draw inside a checkpoint",
       "tracker fork inside a checkpoint", "checkpoint inside a tracker fork", "stash of a body input",
       "in-place on an intermediate", "in-place on a body input", "raise in forward", "raise in recomputation",
-      "dtype: float32", "dtype: float64", "dtype: bfloat16", "iterations: 1", "iterations: 2", "iterations: 3",
+      "raise in the first iteration only", "going on after errors", "dtype: float32", "dtype: float64", "dtype: bfloat16", "iterations: 1", "iterations: 2", "iterations: 3",
       "large tensors (4,096 elements or more)"};
   constexpr int kCases = 2000;
   std::map<std::string, int> counts;

@@ -50,6 +50,37 @@ TEST_P(EquivalentTest, gives_clearing_s_verdicts_on_every_hunt_case) {
   }
 }
 
+// A fix of the released function is the change wherever the oracle does not fail what it fixes:
+// its verdicts are clearing's but `fixed` where clearing's is pre-existing (never an alarm).
+// The flag fix is fixed on some of the hunt cases (a checkpoint raising in forward), or the
+// test would not see it.
+class FixTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FixTest, gives_clearing_s_verdicts_or_fixed_on_every_hunt_case) {
+  auto oracle = make_checkpoint("nonclearing");
+  auto clearing = make_checkpoint("clearing");
+  auto fix = make_checkpoint(GetParam());
+  int fixed = 0;
+  for (int i = 0; i < kBudget; ++i) {
+    const Case c = draw_case(GenOptions{}, kFirstSeed + static_cast<uint64_t>(i));
+    const CaseResult expected = check_case(c, *oracle, *clearing);
+    const CaseResult got = check_case(c, *oracle, *fix);
+    ASSERT_FALSE(got.has_alarm()) << GetParam() << " on draw seed " << kFirstSeed + i << "\n" << describe_results(got.results);
+    ASSERT_EQ(got.results.size(), expected.results.size());
+    for (size_t p = 0; p < got.results.size(); ++p) {
+      const Classification g = got.results[p].classification;
+      const Classification e = expected.results[p].classification;
+      if (g == Classification::fixed && e == Classification::pre_existing) {
+        ++fixed;
+        continue;
+      }
+      EXPECT_EQ(to_string(g), std::string(to_string(e))) << GetParam() << " " << got.results[p].property << " on draw seed "
+                                                          << kFirstSeed + i;
+    }
+  }
+  EXPECT_GT(fixed, 0) << GetParam() << " fixed nothing in " << kBudget << " hunt cases";
+}
+
 // The variants `variants()` marks with `flag`, by name.
 std::vector<std::string> names_of(bool Variant::*flag) {
   std::vector<std::string> names;
@@ -66,6 +97,7 @@ std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
   return name;
 }
 
+INSTANTIATE_TEST_SUITE_P(Fixes, FixTest, ::testing::ValuesIn(names_of(&Variant::is_fix)), test_name);
 INSTANTIATE_TEST_SUITE_P(Equivalents, EquivalentTest, ::testing::ValuesIn(names_of(&Variant::is_equivalent)), test_name);
 INSTANTIATE_TEST_SUITE_P(Mutants, MutantTest, ::testing::ValuesIn(names_of(&Variant::is_mutant)), test_name);
 

@@ -124,7 +124,9 @@ TEST_F(Fixture, rng_restored_names_the_state_that_differs) {
 
 TEST_F(Fixture, errors_match_fails_when_only_the_subject_raises) {
   Observations broken = sut;
-  broken.error = ErrorRecord{0, "backward", {"ValueError", "boom"}, broken.iterations[0].rng, broken.iterations[0].rng};
+  broken.iterations.resize(1);
+  broken.iterations[0].error = ErrorRecord{0, "backward", {"ValueError", "boom"}, broken.iterations[0].rng, broken.iterations[0].rng};
+  broken.error = broken.iterations[0].error;
   const Verdict v = check("errors-match", broken);
   ASSERT_FALSE(v.holds);
   EXPECT_EQ(v.detail, "ValueError in iteration 0 backward: boom | eager: no error");
@@ -134,7 +136,9 @@ TEST_F(Fixture, errors_match_tells_a_backward_error_that_left_the_rng_moved) {
   Observations broken = sut;
   rng::Snapshot moved = broken.iterations[0].rng;
   moved.cpu[0] ^= 1;
-  broken.error = ErrorRecord{0, "backward", {"ValueError", "boom"}, moved, broken.iterations[0].rng};
+  broken.iterations.resize(1);
+  broken.iterations[0].error = ErrorRecord{0, "backward", {"ValueError", "boom"}, moved, broken.iterations[0].rng};
+  broken.error = broken.iterations[0].error;
   const Verdict v = check("errors-match", broken);
   ASSERT_FALSE(v.holds);
   EXPECT_EQ(v.detail,
@@ -146,6 +150,95 @@ TEST_F(Fixture, no_side_effects_fails_when_the_flag_is_left_set) {
   Observations broken = sut;
   broken.iterations[0].checkpointing_flag = true;
   EXPECT_EQ(check("no-side-effects", broken).describe(), "after iteration 0: is-checkpointing flag left set");
+}
+
+// What an exception leaves behind (issue 24). One leaf, one checkpoint whose body raises in
+// forward: Megatron's forward sets the is-checkpointing flag and, raising, leaves it set (no
+// try/finally), which eager mode never does.
+const char* kRaisingBodyCase = R"({"format": "recheck-case", "version": 1, "seed": 3, "dtype": "float32",
+  "device": "cpu", "iterations": 1,
+  "leaves": [{"shape": [2, 2], "requires_grad": true, "fill": "randn"}],
+  "root": {"ops": [
+    {"op": "checkpoint", "distribute": false, "args": [{"ref": 0}], "body": {"ops": [
+      {"op": "random", "fn": "dropout", "source": "cpu", "p": 0.5, "x": 0},
+      {"op": "raise", "x": 1}
+    ], "outputs": [1]}}
+  ], "outputs": [1]}})";
+
+std::map<std::string, Classification> classifications(const Case& c, const char* oracle_name, const char* sut_name) {
+  auto oracle = make_checkpoint(oracle_name);
+  auto sut = make_checkpoint(sut_name);
+  std::map<std::string, Classification> by_property;
+  for (const PropertyResult& r : check_case(c, *oracle, *sut).results) by_property[r.property] = r.classification;
+  return by_property;
+}
+
+TEST(AfterAnError, the_flag_megatron_leaves_set_is_a_pre_existing_finding_and_a_fix_is_fixed) {
+  const Case c = parse(kRaisingBodyCase);
+  EagerExecution eager_impl;
+  auto oracle = make_checkpoint("nonclearing");
+  const Observations eager = run_case(c, eager_impl);
+  const Observations released = run_case(c, *oracle);
+  ASSERT_EQ(released.iterations.size(), 1u);
+  ASSERT_TRUE(released.iterations[0].error.has_value());
+  EXPECT_TRUE(released.iterations[0].checkpointing_flag);
+  EXPECT_FALSE(eager.iterations[0].checkpointing_flag);
+  const Verdict v = find_property("no-side-effects")->check(released, Runs{eager, released});
+  EXPECT_EQ(v.describe(), "after iteration 0 (after its error): is-checkpointing flag left set");
+  EXPECT_TRUE(v.after_error);
+  EXPECT_EQ(classifications(c, "nonclearing", "clearing")["no-side-effects"], Classification::pre_existing);
+  // A variant that unsets the flag when forward raises (a try/finally) fixes it...
+  EXPECT_EQ(classifications(c, "nonclearing", "flag-reset-on-error")["no-side-effects"], Classification::fixed);
+  // ...and against such a base, a change that leaves the flag set only on the error path is a
+  // regression.
+  EXPECT_EQ(classifications(c, "flag-reset-on-error", "clearing")["no-side-effects"], Classification::regression);
+}
+
+// Eager mode leaves the RNG states where the body's draws before the error took them; a variant
+// that rewinds them when forward raises is caught by errors-match, on the error path alone.
+TEST(AfterAnError, rng_states_rewound_only_on_the_error_path_are_a_regression) {
+  const Case c = parse(kRaisingBodyCase);
+  const auto by_property = classifications(c, "nonclearing", "rng-rewound-on-error");
+  EXPECT_EQ(by_property.at("errors-match"), Classification::regression);
+  EXPECT_EQ(by_property.at("rng-restored"), Classification::pass);  // no iteration completed
+  EXPECT_EQ(classifications(c, "nonclearing", "clearing").at("errors-match"), Classification::pass);
+}
+
+// A loop that goes on after an error: iteration 0 raises (after the checkpoint's forward), and
+// iteration 1 runs from the state it left and is checked like any other. The draw after the
+// checkpoint is what a recomputation that does not restore the RNG states loses.
+TEST(AfterAnError, the_iteration_after_an_error_runs_and_every_property_is_checked_on_it) {
+  Case c = parse(R"({"format": "recheck-case", "version": 1, "seed": 5, "dtype": "float32",
+    "device": "cpu", "iterations": 2, "continue_after_error": true,
+    "leaves": [{"shape": [3, 3], "requires_grad": true, "fill": "randn"}],
+    "root": {"ops": [
+      {"op": "checkpoint", "distribute": false, "args": [{"ref": 0}], "body": {"ops": [
+        {"op": "random", "fn": "dropout", "source": "cpu", "p": 0.5, "x": 0}
+      ], "outputs": [1]}},
+      {"op": "raise", "when": "first-iteration", "x": 1},
+      {"op": "random", "fn": "dropout", "source": "cpu", "p": 0.5, "x": 2}
+    ], "outputs": [3]}})");
+  EagerExecution eager_impl;
+  auto oracle = make_checkpoint("nonclearing");
+  const Observations eager = run_case(c, eager_impl);
+  const Observations released = run_case(c, *oracle);
+  ASSERT_EQ(released.iterations.size(), 2u);
+  EXPECT_TRUE(released.iterations[0].error.has_value());
+  EXPECT_FALSE(released.iterations[1].error.has_value());
+  EXPECT_TRUE(released.iterations[1].leaf_grads[0].defined());
+  ASSERT_TRUE(released.error.has_value());
+  EXPECT_EQ(released.error->iteration, 0);
+  for (const auto& [property, classification] : classifications(c, "nonclearing", "clearing")) {
+    EXPECT_EQ(classification, Classification::pass) << property;
+  }
+  // Recomputing without restoring the RNG states shows in iteration 1, the one after the error.
+  auto skip = make_checkpoint("skip-rng-restore");
+  const Verdict v = find_property("rng-restored")->check(run_case(c, *skip), Runs{eager, released});
+  EXPECT_EQ(v.iteration, 1) << v.describe();
+  EXPECT_EQ(classifications(c, "nonclearing", "skip-rng-restore").at("rng-restored"), Classification::regression);
+  // Without going on, the run stops at the error and iteration 1 is never run.
+  c.continue_after_error = false;
+  EXPECT_EQ(run_case(c, *oracle).iterations.size(), 1u);
 }
 
 TEST(Classify, pairs_of_verdicts) {
