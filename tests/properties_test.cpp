@@ -241,6 +241,37 @@ TEST(AfterAnError, the_iteration_after_an_error_runs_and_every_property_is_check
   EXPECT_EQ(run_case(c, *oracle).iterations.size(), 1u);
 }
 
+// The change's claim after an error: a checkpoint whose backward returned (ops[1], which keeps
+// its recomputation input alive through a stash) let go of what it collected, although a later
+// backward (ops[0]'s recomputation) raised. Without the change the input still holds its .grad.
+TEST(AfterAnError, recomputation_inputs_of_a_backward_that_returned_are_held_to_the_claim) {
+  const Case c = parse(R"({"format": "recheck-case", "version": 1, "seed": 6, "dtype": "float32",
+    "device": "cpu", "iterations": 1,
+    "leaves": [{"shape": [2, 2], "requires_grad": true, "fill": "randn"}],
+    "root": {"ops": [
+      {"op": "checkpoint", "distribute": false, "args": [{"ref": 0}], "body": {"ops": [
+        {"op": "raise", "when": "recompute", "x": 0},
+        {"op": "unary", "fn": "tanh", "x": 1}
+      ], "outputs": [2]}},
+      {"op": "checkpoint", "distribute": false, "args": [{"ref": 1}], "body": {"ops": [
+        {"op": "stash", "x": 0},
+        {"op": "unary", "fn": "sigmoid", "x": 0}
+      ], "outputs": [1]}}
+    ], "outputs": [2]}})");
+  auto no_clear = make_checkpoint("no-clear");
+  EagerExecution eager_impl;
+  const Observations eager = run_case(c, eager_impl);
+  const Observations kept = run_case(c, *no_clear);
+  ASSERT_EQ(kept.iterations.size(), 1u);
+  ASSERT_TRUE(kept.iterations[0].error.has_value());
+  EXPECT_EQ(kept.iterations[0].error->phase, "backward");
+  const Verdict v = find_property("grad-released")->check(kept, Runs{eager, kept});
+  EXPECT_EQ(v.describe(), "after iteration 0 (after its error): 1 recomputation input(s) still hold a .grad, first "
+                          "root.ops[1] input 0: .grad of 16 bytes");
+  EXPECT_EQ(classifications(c, "nonclearing", "no-clear").at("grad-released"), Classification::regression);
+  EXPECT_EQ(classifications(c, "nonclearing", "clearing").at("grad-released"), Classification::pass);
+}
+
 TEST(Classify, pairs_of_verdicts) {
   const Verdict ok = Verdict::pass();
   const Verdict a = Verdict::fail("x", std::nullopt, "a");

@@ -441,6 +441,33 @@ TEST(Python, an_exported_script_replays_a_finding_without_recheck) {
       << output;
 }
 
+// What an exception leaves behind, on the real code (issue 24): megatron-core's forward leaves
+// the is-checkpointing flag set when its body raises, as the port does; PyTorch's checkpoint has
+// no such flag. The exported script shows it with torch and megatron-core alone.
+TEST(Python, the_flag_megatron_core_leaves_set_after_an_error_is_reported_as_on_the_port) {
+  const std::string flag_case = std::string(RECHECK_SOURCE_DIR) + "/corpus/regressions/flag-left-set-after-an-error-in-forward.json";
+  const Case c = load_case_file(flag_case);
+  auto torch_py = python_variant("torch-py");
+  SKIP_WITHOUT(torch_py);
+  auto oracle = make_checkpoint("nonclearing");
+  auto no_side_effects = [&](CheckpointImplementation& sut) {
+    for (const PropertyResult& r : check_case(c, *oracle, sut).results) {
+      if (r.property == "no-side-effects") return r;
+    }
+    return PropertyResult{};
+  };
+  EXPECT_EQ(no_side_effects(*torch_py).classification, Classification::pass);  // no flag to leave set
+  std::string output;
+  EXPECT_EQ(run_exported(flag_case, "--checkpoint torch", output), 0) << output;
+  auto released = python_variant("megatron-py");
+  if (!released) GTEST_SKIP() << "megatron-core is not installed";
+  const PropertyResult r = no_side_effects(*released);
+  EXPECT_EQ(r.classification, Classification::pre_existing) << r.sut.describe();
+  EXPECT_EQ(r.sut.describe(), "after iteration 0 (after its error): is-checkpointing flag left set");
+  EXPECT_EQ(run_exported(flag_case, "--checkpoint megatron", output), 1) << output;
+  EXPECT_NE(output.find("is-checkpointing flag True, eager False"), std::string::npos) << output;
+}
+
 // A module that fails to import is refused with the exception's type and where it was raised:
 // megatron-core 0.15's import compiles CUDA code, and torch's builder raises a bare IndexError
 // ("list index out of range") on a machine without a GPU.
