@@ -142,6 +142,9 @@ struct PlainOpFacts {
   std::vector<ValueFacts> operator()(const Fork&) const {
     throw std::logic_error("plain_op_facts: a fork's outputs come from its body");
   }
+  std::vector<ValueFacts> operator()(const Autocast&) const {
+    throw std::logic_error("plain_op_facts: an autocast region's outputs come from its body");
+  }
 };
 
 }  // namespace

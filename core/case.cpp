@@ -20,6 +20,8 @@ void stats_of(const Segment& segment, int depth, CaseStats& s) {
       stats_of(*checkpoint->body, depth + 1, s);
     } else if (const auto* fork = std::get_if<Fork>(&op)) {
       stats_of(*fork->body, depth, s);  // depth counts checkpoints only
+    } else if (const auto* autocast = std::get_if<Autocast>(&op)) {
+      stats_of(*autocast->body, depth, s);
     }
   }
 }
@@ -40,6 +42,7 @@ const char* op_name(const Op& op) {
     const char* operator()(const Raise&) const { return "raise"; }
     const char* operator()(const Checkpoint&) const { return "checkpoint"; }
     const char* operator()(const Fork&) const { return "fork"; }
+    const char* operator()(const Autocast&) const { return "autocast"; }
   };
   return std::visit(Visit{}, op);
 }
@@ -56,6 +59,7 @@ struct OpInputs {
     return refs;
   }
   std::vector<int> operator()(const Fork& o) const { return o.args; }
+  std::vector<int> operator()(const Autocast& o) const { return o.args; }
   // One overload per op, no catch-all: a new op says what it reads.
   std::vector<int> operator()(const Unary& o) const { return {o.x}; }
   std::vector<int> operator()(const View& o) const { return {o.x}; }
@@ -79,6 +83,7 @@ int op_output_count(const Op& op) {
 const Segment* op_body(const Op& op) {
   if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) return &*checkpoint->body;
   if (const auto* fork = std::get_if<Fork>(&op)) return &*fork->body;
+  if (const auto* autocast = std::get_if<Autocast>(&op)) return &*autocast->body;
   return nullptr;
 }
 

@@ -138,8 +138,21 @@ struct Fork {
   Box<Segment> body;
 };
 
+// Runs its body inline inside `with torch.autocast(device_type, dtype=dtype, enabled=enabled):`:
+// an autocast region (enabled) or a region with autocast turned off inside one (not enabled),
+// around any ops, checkpoints included, or inside a checkpoint's body. Backward runs outside,
+// as training loops run it.
+struct Autocast {
+  enum class Precision { bfloat16, float16 };
+  bool enabled = true;
+  std::string device_type = "cpu";  // "cpu" or "cuda"
+  Precision dtype = Precision::bfloat16;
+  std::vector<int> args;  // the body's inputs, in order
+  Box<Segment> body;
+};
+
 using Op = std::variant<Unary, Binary, Matmul, View, InPlace, Reduce, Argmax, Random, Stash, Raise,
-                        Checkpoint, Fork>;
+                        Checkpoint, Fork, Autocast>;
 
 struct Segment {
   std::vector<Op> ops;

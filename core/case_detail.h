@@ -31,6 +31,8 @@ inline constexpr Names<View::Fn> kViewFns[] = {
     {View::Fn::transpose, "transpose"}, {View::Fn::narrow, "narrow"}, {View::Fn::flatten, "flatten"}};
 inline constexpr Names<InPlace::Fn> kInPlaceFns[] = {{InPlace::Fn::mul, "mul"}, {InPlace::Fn::add, "add"}};
 inline constexpr Names<Reduce::Fn> kReduceFns[] = {{Reduce::Fn::sum, "sum"}, {Reduce::Fn::mean, "mean"}};
+inline constexpr Names<Autocast::Precision> kPrecisions[] = {{Autocast::Precision::bfloat16, "bfloat16"},
+                                                             {Autocast::Precision::float16, "float16"}};
 inline constexpr Names<Raise::When> kRaiseWhens[] = {
     {Raise::When::always, "always"}, {Raise::When::recompute, "recompute"}, {Raise::When::first_iteration, "first-iteration"}};
 inline constexpr Names<Random::Fn> kRandomFns[] = {{Random::Fn::dropout, "dropout"}, {Random::Fn::noise, "noise"}};

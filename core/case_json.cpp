@@ -147,6 +147,7 @@ struct OpToJson {
   }
   void operator()(const Checkpoint& op);
   void operator()(const Fork& op);
+  void operator()(const Autocast& op);
 };
 
 json segment_to_json(const Segment& segment);
@@ -172,6 +173,14 @@ void OpToJson::operator()(const Checkpoint& op) {
 
 void OpToJson::operator()(const Fork& op) {
   j["tracker_state"] = op.tracker_state;
+  j["args"] = op.args;
+  j["body"] = segment_to_json(*op.body);
+}
+
+void OpToJson::operator()(const Autocast& op) {
+  j["enabled"] = op.enabled;
+  j["device_type"] = op.device_type;
+  j["dtype"] = name_of(kPrecisions, op.dtype);
   j["args"] = op.args;
   j["body"] = segment_to_json(*op.body);
 }
@@ -210,7 +219,7 @@ Arg arg_from_json(const Reader& r) {
 Op op_from_json(const Reader& r, ParseContext& context, int depth) {
   static const char* const kOpNames =
       "one of \"unary\", \"binary\", \"matmul\", \"view\", \"inplace\", \"reduce\", \"argmax\", "
-      "\"random\", \"stash\", \"raise\", \"checkpoint\", \"fork\"";
+      "\"random\", \"stash\", \"raise\", \"checkpoint\", \"fork\", \"autocast\"";
   const Reader kind_reader = r.field("op");
   const std::string kind = kind_reader.node().is_string() ? kind_reader.string() : "";
   auto x = [&] { return value_ref(r.field("x")); };
@@ -270,6 +279,17 @@ Op op_from_json(const Reader& r, ParseContext& context, int depth) {
     r.only({"op", "tracker_state", "args", "body"});
     Fork op;
     op.tracker_state = r.field("tracker_state").string();
+    r.field("args").each([&](const Reader& arg) { op.args.push_back(value_ref(arg)); });
+    op.body = segment_from_json(r.field("body"), context, depth + 1);
+    return op;
+  }
+  if (kind == "autocast") {
+    r.only({"op", "enabled", "device_type", "dtype", "args", "body"});
+    Autocast op;
+    op.enabled = r.field("enabled").boolean();
+    op.device_type = r.field("device_type").string();
+    if (op.device_type != "cpu" && op.device_type != "cuda") r.field("device_type").fail("\"cpu\" or \"cuda\"");
+    op.dtype = r.field("dtype").choice(kPrecisions);
     r.field("args").each([&](const Reader& arg) { op.args.push_back(value_ref(arg)); });
     op.body = segment_from_json(r.field("body"), context, depth + 1);
     return op;

@@ -54,6 +54,12 @@ struct OpShow {
     for (int arg : op.args) text += ", " + v(arg);
     return text + ")";
   }
+  std::string operator()(const Autocast& op) const {
+    std::string text = "autocast(" + python_string_literal(op.device_type) + ", dtype=" + name_of(kPrecisions, op.dtype) +
+                       (op.enabled ? "" : ", enabled=False");
+    for (int arg : op.args) text += ", " + v(arg);
+    return text + ")";
+  }
   std::string operator()(const Checkpoint& op) const {
     std::string args;
     for (const Arg& arg : op.args) args += (args.empty() ? "" : ", ") + show_arg(arg);
@@ -71,8 +77,9 @@ void show_segment(const Segment& segment, int input_count, const std::string& in
     if (outputs > 0) out << " = ";
     out << std::visit(OpShow{}, op) << "\n";
     if (const Segment* body = op_body(op)) {
+      // A checkpoint's body takes every argument, literals included; a region's, what it names.
       const auto* checkpoint = std::get_if<Checkpoint>(&op);
-      const int args = static_cast<int>(checkpoint ? checkpoint->args.size() : std::get<Fork>(op).args.size());
+      const int args = static_cast<int>(checkpoint ? checkpoint->args.size() : op_inputs(op).size());
       out << indent << "  | ";
       for (int k = 0; k < args; ++k) out << (k ? ", " : "") << v(k);
       out << (args ? " = inputs\n" : "(no inputs)\n");

@@ -71,13 +71,15 @@ std::vector<ValueFacts> validate_segment(const Segment& segment, std::vector<Val
       const std::vector<ValueFacts> body =
           validate_segment(*checkpoint->body, args, depth + 1, op_path + ".body", value_bytes);
       made = checkpoint_output_facts(args, body);
-    } else if (const auto* fork = std::get_if<Fork>(&op)) {
+    } else if (std::holds_alternative<Fork>(op) || std::holds_alternative<Autocast>(op)) {
+      // A region run inline: its body's inputs are the values it names.
+      const std::vector<int> refs = op_inputs(op);
       std::vector<ValueFacts> args;
-      for (size_t a = 0; a < fork->args.size(); ++a) {
-        validate_ref(fork->args[a], available, op_path + ".args[" + std::to_string(a) + "]");
-        args.push_back(as_body_input(values[fork->args[a]]));
+      for (size_t a = 0; a < refs.size(); ++a) {
+        validate_ref(refs[a], available, op_path + ".args[" + std::to_string(a) + "]");
+        args.push_back(as_body_input(values[refs[a]]));
       }
-      made = validate_segment(*fork->body, std::move(args), depth + 1, op_path + ".body", value_bytes);
+      made = validate_segment(*op_body(op), std::move(args), depth + 1, op_path + ".body", value_bytes);
     } else {
       const auto inputs = op_inputs(op);
       for (std::size_t k = 0; k < inputs.size(); ++k) validate_ref(inputs[k], available, op_path + input_field(op, k));

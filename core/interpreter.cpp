@@ -18,6 +18,7 @@
 #include "core/allocation_scopes.h"
 #include "core/memory.h"
 #include "core/shapes.h"
+#include "core/torch_compat.h"
 
 namespace recheck {
 
@@ -318,6 +319,17 @@ class Interpreter {
     if (op.when == Raise::When::first_iteration && iteration != 0) return {x};
     at::mm(x.reshape({1, -1}), at::zeros({x.numel() + 1, 1}, x.options()));
     return {};  // not reached: the shapes never match
+  }
+
+  // The body under the region's autocast state; what it saved for backward is differentiated
+  // outside, as in training loops (a checkpoint's recomputation included).
+  Values run(const Autocast& op, const Values& v) {
+    Values args;
+    for (int ref : op.args) args.push_back(v.at(ref));
+    const compat::AutocastGuard autocast(
+        op.device_type == "cuda" ? at::kCUDA : at::kCPU,
+        {op.enabled, op.dtype == Autocast::Precision::float16 ? at::kHalf : at::kBFloat16});
+    return run_segment(*op.body, args);
   }
 
   Values run(const Fork& op, const Values& v) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 #include <c10/core/GeneratorImpl.h>
 #include <torch/version.h>
 
@@ -36,6 +37,61 @@
 #endif
 
 namespace recheck::compat {
+
+// Autocast for one device type: whether it is on, and the dtype it casts to. Device-generic
+// from libtorch 2.4 (at::autocast::is_autocast_enabled(DeviceType)); per device before (1.13:
+// is_cpu_enabled for CPU, is_enabled for CUDA). Setting the flag is all an op needs to autocast:
+// every tensor carries its backend's autocast dispatch key, and the flag takes that key out of
+// the thread's excluded set.
+struct AutocastState {
+  bool enabled = false;
+  at::ScalarType dtype = at::kBFloat16;
+  bool operator==(const AutocastState& o) const { return enabled == o.enabled && dtype == o.dtype; }
+};
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+inline AutocastState autocast_state(at::DeviceType device) {
+  return {at::autocast::is_autocast_enabled(device), at::autocast::get_autocast_dtype(device)};
+}
+inline void set_autocast_state(at::DeviceType device, AutocastState state) {
+  at::autocast::set_autocast_enabled(device, state.enabled);
+  at::autocast::set_autocast_dtype(device, state.dtype);
+}
+#else
+inline AutocastState autocast_state(at::DeviceType device) {
+  if (device == at::kCUDA) return {at::autocast::is_enabled(), at::autocast::get_autocast_gpu_dtype()};
+  return {at::autocast::is_cpu_enabled(), at::autocast::get_autocast_cpu_dtype()};
+}
+inline void set_autocast_state(at::DeviceType device, AutocastState state) {
+  if (device == at::kCUDA) {
+    at::autocast::set_enabled(state.enabled);
+    at::autocast::set_autocast_gpu_dtype(state.dtype);
+  } else {
+    at::autocast::set_cpu_enabled(state.enabled);
+    at::autocast::set_autocast_cpu_dtype(state.dtype);
+  }
+}
+#endif
+
+// `with torch.autocast(device, dtype=..., enabled=...)`: sets the state for the scope, counts the
+// nesting, and on leaving clears the cast cache when the outermost region ends and puts the
+// previous state back, as Python's autocast.__exit__ does.
+class AutocastGuard {
+ public:
+  AutocastGuard(at::DeviceType device, AutocastState state) : device_(device), previous_(autocast_state(device)) {
+    set_autocast_state(device, state);
+    at::autocast::increment_nesting();
+  }
+  ~AutocastGuard() {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    set_autocast_state(device_, previous_);
+  }
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  at::DeviceType device_;
+  AutocastState previous_;
+};
 
 inline bool cuda_available() {
 #if defined(RECHECK_WITH_CUDA)

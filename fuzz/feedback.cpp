@@ -95,6 +95,9 @@ std::vector<ValueFacts> walk(const Segment& segment, std::vector<ValueFacts> val
     } else if (const auto* fork = std::get_if<Fork>(&op)) {
       for (int a : fork->args) body_inputs.push_back(as_body_input(arg_facts(Ref{a}, values)));
       outputs = walk(*fork->body, body_inputs, depth, in_checkpoint, true);
+    } else if (const auto* autocast = std::get_if<Autocast>(&op)) {
+      for (int a : autocast->args) body_inputs.push_back(as_body_input(arg_facts(Ref{a}, values)));
+      outputs = walk(*autocast->body, body_inputs, depth, in_checkpoint, in_fork);
     } else {
       outputs = plain_op_facts(op, values);
     }

@@ -178,6 +178,15 @@ class SegmentWriter {
       return "with tracker().fork(" + py_string(o->tracker_state) + "):\n        v.extend(seg_" + std::to_string(body) +
              "(run, " + args + "))";
     }
+    if (const auto* o = std::get_if<Autocast>(&op)) {
+      const int body = write(*o->body, site + ".body");
+      std::string args;
+      for (int a : o->args) args += x(a) + ", ";
+      return "with torch.autocast(" + py_string(o->device_type) + ", dtype=torch." +
+             (o->dtype == Autocast::Precision::float16 ? "float16" : "bfloat16") +
+             ", enabled=" + (o->enabled ? "True" : "False") + "):\n        v.extend(seg_" + std::to_string(body) +
+             "(run, " + args + "))";
+    }
     const auto& c = std::get<Checkpoint>(op);
     const int body = write(*c.body, site + ".body");
     std::string args;

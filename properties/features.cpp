@@ -41,7 +41,13 @@ class FeatureWalker {
                     : r->when == Raise::When::recompute ? "raise in recomputation"
                                                         : "raise in the first iteration only");
       }
-      if (const auto* f = std::get_if<Fork>(&op)) {
+      if (const auto* a = std::get_if<Autocast>(&op)) {
+        out_.insert(std::string("autocast ") + (a->enabled ? "on" : "off") + (depth > 0 ? " inside a checkpoint" : ""));
+        if (a->enabled) out_.insert(std::string("autocast dtype: ") + (a->dtype == Autocast::Precision::float16 ? "float16" : "bfloat16"));
+        std::vector<ValueFacts> args;
+        for (int ref : a->args) args.push_back(as_body_input(values.at(ref)));
+        produced = walk(*a->body, args, depth, in_fork);
+      } else if (const auto* f = std::get_if<Fork>(&op)) {
         out_.insert("tracker fork");
         if (depth > 0) out_.insert("tracker fork inside a checkpoint");
         std::vector<ValueFacts> args;

@@ -30,6 +30,9 @@ void for_each_ref(Op& op, const std::function<void(int&)>& f) {
     void operator()(Fork& o) const {
       for (int& a : o.args) f(a);
     }
+    void operator()(Autocast& o) const {
+      for (int& a : o.args) f(a);
+    }
   };
   std::visit(Visit{f}, op);
 }
@@ -37,7 +40,14 @@ void for_each_ref(Op& op, const std::function<void(int&)>& f) {
 Segment* mutable_body(Op& op) {
   if (auto* ck = std::get_if<Checkpoint>(&op)) return &*ck->body;
   if (auto* fork = std::get_if<Fork>(&op)) return &*fork->body;
+  if (auto* autocast = std::get_if<Autocast>(&op)) return &*autocast->body;
   return nullptr;
+}
+
+// The arguments of a region run inline (a fork or an autocast region): the values it names.
+std::vector<int>& region_args(Op& op) {
+  if (auto* autocast = std::get_if<Autocast>(&op)) return autocast->args;
+  return std::get<Fork>(op).args;
 }
 
 // A mapping that cannot be made (a value still read that has no replacement).
@@ -91,7 +101,7 @@ Located locate(Case& c, const std::vector<std::size_t>& path) {
   for (std::size_t index : path) {
     Op& op = at.segment->ops[index];
     const int inputs = std::holds_alternative<Checkpoint>(op) ? static_cast<int>(std::get<Checkpoint>(op).args.size())
-                                                               : static_cast<int>(std::get<Fork>(op).args.size());
+                                                               : static_cast<int>(region_args(op).size());
     at = Located{mutable_body(op), inputs, at.segment, index, at.input_count};
   }
   return at;
@@ -124,7 +134,7 @@ Case inline_body(const Case& c, const std::vector<std::size_t>& path, std::size_
   if (const auto* ck = std::get_if<Checkpoint>(&op)) {
     for (const Arg& arg : ck->args) arg_values.push_back(std::holds_alternative<Ref>(arg) ? std::get<Ref>(arg).value : kGone);
   } else {
-    arg_values = std::get<Fork>(op).args;
+    arg_values = region_args(op);
   }
   const int m = static_cast<int>(arg_values.size());
   const int start = first_value_of(s, at.input_count, k);
@@ -156,7 +166,7 @@ Case drop_arg(const Case& c, const std::vector<std::size_t>& path, std::size_t k
   if (auto* ck = std::get_if<Checkpoint>(&op)) {
     ck->args.erase(ck->args.begin() + static_cast<std::ptrdiff_t>(j));
   } else {
-    auto& args = std::get<Fork>(op).args;
+    auto& args = region_args(op);
     args.erase(args.begin() + static_cast<std::ptrdiff_t>(j));
   }
   Segment& body = *mutable_body(op);
@@ -285,6 +295,7 @@ class Reducer {
         std::size_t args = 0;
         if (const auto* ck = std::get_if<Checkpoint>(&op)) args = ck->args.size();
         if (const auto* fork = std::get_if<Fork>(&op)) args = fork->args.size();
+        if (const auto* autocast = std::get_if<Autocast>(&op)) args = autocast->args.size();
         for (std::size_t j = args; j-- > 0;) {
           restarting([p = place.path, k, j](const Case& from) { return drop_arg(from, p, k, j); });
         }
