@@ -24,7 +24,7 @@ const char* kMinimizeHelp = R"(usage: recheck minimize CASE [--sut NAME] [--orac
 Shrinks a failing case while the same property keeps failing the same way (the same
 classification: regression or divergent), and writes the smallest case found as JSON, with a
 note saying what it shows and the expectations `recheck replay` checks. The reducer drops ops,
-inlines checkpoints and forks, drops checkpoint arguments, outputs and unused leaves, shrinks
+inlines checkpoints, forks and autocast regions, drops arguments, outputs and unused leaves, shrinks
 shapes, and simplifies the dtype, the iteration count and requires_grad flags.
 
 CASE is a JSON case or a fuzzer input (as for `recheck repro`: --bytes, --device, --limits).

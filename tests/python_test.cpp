@@ -468,6 +468,33 @@ TEST(Python, the_flag_megatron_core_leaves_set_after_an_error_is_reported_as_on_
   EXPECT_NE(output.find("is-checkpointing flag True, eager False"), std::string::npos) << output;
 }
 
+// Autocast (issue 25): PyTorch's reentrant checkpoint records the autocast state and recomputes
+// under it, bitwise eager's; megatron-core's records only the RNG states and recomputes in
+// float32, as the port does. The exported script shows both with torch and megatron-core alone.
+TEST(Python, autocast_is_recorded_by_torch_s_checkpoint_and_not_by_megatron_s) {
+  const std::string file = std::string(RECHECK_SOURCE_DIR) + "/corpus/python/autocast-recorded-by-torch-not-by-megatron.json";
+  const Case c = load_case_file(file);
+  auto torch_py = python_variant("torch-py");
+  SKIP_WITHOUT(torch_py);
+  auto oracle = make_checkpoint("nonclearing");
+  auto classification = [&](CheckpointImplementation& sut, const std::string& property) {
+    for (const PropertyResult& r : check_case(c, *oracle, sut).results) {
+      if (r.property == property) return r.classification;
+    }
+    return Classification::unreached;
+  };
+  EXPECT_EQ(classification(*torch_py, "recompute-fidelity"), Classification::pass);
+  EXPECT_EQ(classification(*torch_py, "grads-match-eager"), Classification::pass);
+  std::string output;
+  EXPECT_EQ(run_exported(file, "--checkpoint torch --property recompute-fidelity,grads-match-eager", output), 0) << output;
+  auto released = python_variant("megatron-py");
+  if (!released) GTEST_SKIP() << "megatron-core is not installed";
+  EXPECT_EQ(classification(*released, "recompute-fidelity"), Classification::pre_existing);
+  EXPECT_EQ(classification(*released, "grads-match-eager"), Classification::pre_existing);
+  EXPECT_EQ(run_exported(file, "--checkpoint megatron --property recompute-fidelity", output), 1) << output;
+  EXPECT_NE(output.find("recompute-fidelity: FAILS"), std::string::npos) << output;
+}
+
 // A module that fails to import is refused with the exception's type and where it was raised:
 // megatron-core 0.15's import compiles CUDA code, and torch's builder raises a bare IndexError
 // ("list index out of range") on a machine without a GPU.
