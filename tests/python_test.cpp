@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -441,6 +442,14 @@ TEST(Python, an_exported_script_replays_a_finding_without_recheck) {
       << output;
 }
 
+// Every property's result for `sut` on `c`, checked once against the C++ oracle.
+std::map<std::string, PropertyResult> results_by_property(const Case& c, CheckpointImplementation& sut) {
+  auto oracle = make_checkpoint("nonclearing");
+  std::map<std::string, PropertyResult> by_property;
+  for (const PropertyResult& r : check_case(c, *oracle, sut).results) by_property[r.property] = r;
+  return by_property;
+}
+
 // What an exception leaves behind, on the real code (issue 24): megatron-core's forward leaves
 // the is-checkpointing flag set when its body raises, as the port does; PyTorch's checkpoint has
 // no such flag. The exported script shows it with torch and megatron-core alone.
@@ -449,19 +458,12 @@ TEST(Python, the_flag_megatron_core_leaves_set_after_an_error_is_reported_as_on_
   const Case c = load_case_file(flag_case);
   auto torch_py = python_variant("torch-py");
   SKIP_WITHOUT(torch_py);
-  auto oracle = make_checkpoint("nonclearing");
-  auto no_side_effects = [&](CheckpointImplementation& sut) {
-    for (const PropertyResult& r : check_case(c, *oracle, sut).results) {
-      if (r.property == "no-side-effects") return r;
-    }
-    return PropertyResult{};
-  };
-  EXPECT_EQ(no_side_effects(*torch_py).classification, Classification::pass);  // no flag to leave set
+  EXPECT_EQ(results_by_property(c, *torch_py).at("no-side-effects").classification, Classification::pass);  // no flag
   std::string output;
   EXPECT_EQ(run_exported(flag_case, "--checkpoint torch", output), 0) << output;
   auto released = python_variant("megatron-py");
   if (!released) GTEST_SKIP() << "megatron-core is not installed";
-  const PropertyResult r = no_side_effects(*released);
+  const PropertyResult r = results_by_property(c, *released).at("no-side-effects");
   EXPECT_EQ(r.classification, Classification::pre_existing) << r.sut.describe();
   EXPECT_EQ(r.sut.describe(), "after iteration 0 (after its error): is-checkpointing flag left set");
   EXPECT_EQ(run_exported(flag_case, "--checkpoint megatron", output), 1) << output;
@@ -476,21 +478,16 @@ TEST(Python, autocast_is_recorded_by_torch_s_checkpoint_and_not_by_megatron_s) {
   const Case c = load_case_file(file);
   auto torch_py = python_variant("torch-py");
   SKIP_WITHOUT(torch_py);
-  auto oracle = make_checkpoint("nonclearing");
-  auto classification = [&](CheckpointImplementation& sut, const std::string& property) {
-    for (const PropertyResult& r : check_case(c, *oracle, sut).results) {
-      if (r.property == property) return r.classification;
-    }
-    return Classification::unreached;
-  };
-  EXPECT_EQ(classification(*torch_py, "recompute-fidelity"), Classification::pass);
-  EXPECT_EQ(classification(*torch_py, "grads-match-eager"), Classification::pass);
+  const auto by_torch = results_by_property(c, *torch_py);
+  EXPECT_EQ(by_torch.at("recompute-fidelity").classification, Classification::pass);
+  EXPECT_EQ(by_torch.at("grads-match-eager").classification, Classification::pass);
   std::string output;
   EXPECT_EQ(run_exported(file, "--checkpoint torch --property recompute-fidelity,grads-match-eager", output), 0) << output;
   auto released = python_variant("megatron-py");
   if (!released) GTEST_SKIP() << "megatron-core is not installed";
-  EXPECT_EQ(classification(*released, "recompute-fidelity"), Classification::pre_existing);
-  EXPECT_EQ(classification(*released, "grads-match-eager"), Classification::pre_existing);
+  const auto by_megatron = results_by_property(c, *released);
+  EXPECT_EQ(by_megatron.at("recompute-fidelity").classification, Classification::pre_existing);
+  EXPECT_EQ(by_megatron.at("grads-match-eager").classification, Classification::pre_existing);
   EXPECT_EQ(run_exported(file, "--checkpoint megatron --property recompute-fidelity", output), 1) << output;
   EXPECT_NE(output.find("recompute-fidelity: FAILS"), std::string::npos) << output;
 }
