@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -403,7 +404,9 @@ TEST(Python, errors_cross_python_with_their_type_and_message) {
 // An exported script replays a finding with torch and megatron-core alone: it fails where recheck
 // says the property fails, and holds where it holds.
 int run_exported(const std::string& case_file, const std::string& options, std::string& output) {
-  const std::string dir = ::testing::TempDir();
+  // Named by process: ctest runs the tests that export side by side, each in a process of its own.
+  const std::string dir = ::testing::TempDir() + "/recheck-export-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
   const std::string script = dir + "/recheck-export-test.py";
   const std::string export_command = std::string(RECHECK_BINARY) + " export-python " + case_file + " " + options +
                                      " --out " + script + " 2>&1";
