@@ -101,9 +101,16 @@ int command_mutants(const Args& args) {
   auto start_of = [&](int64_t r) { return first_seed + static_cast<uint64_t>(r) * 1000003ULL; };
 
   // Every hunt (mutant, seed) is a task; with --jobs they run in worker processes at once.
+  // A mutant no case this build can run on CPU tells from the oracle is left out, and said so.
   std::vector<const Variant*> mutants;
+  json skipped = json::array();
   for (const Variant& variant : variants()) {
-    if (variant.is_mutant && (only.empty() || only.count(variant.name))) mutants.push_back(&variant);
+    if (!variant.is_mutant || (!only.empty() && !only.count(variant.name))) continue;
+    if (!variant.cannot_be_killed_on_cpu.empty()) {
+      skipped.push_back({{"mutant", variant.name}, {"why", variant.cannot_be_killed_on_cpu}});
+      continue;
+    }
+    mutants.push_back(&variant);
   }
   const std::vector<std::string> hunt_answers =
       answers_of(jobs, static_cast<int64_t>(mutants.size()) * seeds, [&](int64_t task) {
@@ -254,6 +261,9 @@ int command_mutants(const Args& args) {
               << (first.empty() ? "" : " (first: " + first + ")") << "\n";
     control.push_back({{"variant", correct_variants[v]->name}, {"cases", checked}, {"alarms", alarms}});
   }
+  for (const json& s : skipped) {
+    std::cout << "skipped: " << s.at("mutant").get<std::string>() << ": " << s.at("why").get<std::string>() << "\n";
+  }
   // Interrupted: what was hunted so far is judged (exit 1 for a survivor, else 130 or 143).
   const bool ok = all_killed && control_alarms == 0;
   std::cout << (!ok           ? "FAIL: a mutant survived a seed, or the control raised an alarm\n"
@@ -266,6 +276,7 @@ int command_mutants(const Args& args) {
                                               {"budget", budget},
                                               {"first_seed", first_seed},
                                               {"mutants", rows},
+                                              {"skipped", skipped},
                                               {"control", control},
                                               {"interrupted", runner::interrupted()},
                                               {"ok", ok && !runner::interrupted()}});

@@ -8,6 +8,7 @@
 #include "core/case_detail.h"
 #include "core/analysis.h"
 #include "core/shapes.h"
+#include "core/torch_version.h"
 
 namespace recheck {
 
@@ -72,6 +73,11 @@ std::vector<ValueFacts> validate_segment(const Segment& segment, std::vector<Val
           validate_segment(*checkpoint->body, args, depth + 1, op_path + ".body", value_bytes);
       made = checkpoint_output_facts(args, body);
     } else if (std::holds_alternative<Fork>(op) || std::holds_alternative<Autocast>(op)) {
+      if (const auto* region = std::get_if<Autocast>(&op);
+          region != nullptr && region->dtype == Autocast::Precision::float16 && !compat::autocast_has_float16(region->device_type)) {
+        throw CaseError(op_path + ".dtype: float16 autocast on cpu needs libtorch 2.1 or later (this build: " +
+                        TORCH_VERSION + "); use bfloat16");
+      }
       // A region run inline: its body's inputs are the values it names.
       const std::vector<int> refs = op_inputs(op);
       std::vector<ValueFacts> args;

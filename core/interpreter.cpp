@@ -24,8 +24,6 @@ namespace recheck {
 
 namespace {
 
-at::Device device_of(const Case& c) { return c.device == "cuda" ? at::Device(at::kCUDA) : at::Device(at::kCPU); }
-
 // The harness's own copies are not counted by the memory probe.
 at::Tensor clone_for_record(const at::Tensor& t) {
   if (!t.defined()) return t;
@@ -371,11 +369,13 @@ class Interpreter {
         bool counted;
         ~Count() { in_progress -= counted; }
       } count{recomputing_ += recomputation, recomputation};
+      const compat::AutocastStates autocast = compat::autocast_states();
       Values outputs = run_segment(*body, inputs);
       if (record) {
         std::vector<at::Tensor> recorded;
         for (const Value& output : outputs) recorded.push_back(is_tensor(output) ? clone_for_record(as_tensor(output)) : at::Tensor());
         obs_.segment_calls[*record].calls.push_back(std::move(recorded));
+        obs_.segment_calls[*record].autocast.push_back(autocast);
       }
       return outputs;
     };
@@ -419,97 +419,8 @@ rng::Snapshot harness_snapshot() {
 
 }  // namespace
 
-// Distinct, fixed weights per output, so that each output's gradient is told apart.
-// The three runs of a case, and its iterations, ask for the same weights: the double-precision
-// draws are kept (uncounted) for the last seed.
-at::Tensor loss_weight(const Case& c, size_t output_index, const at::Tensor& output) {
-  struct Key {
-    uint64_t seed;
-    size_t index;
-    std::vector<int64_t> sizes;
-    bool operator<(const Key& o) const { return std::tie(seed, index, sizes) < std::tie(o.seed, o.index, o.sizes); }
-  };
-  static std::map<Key, at::Tensor> drawn;
-  Key key{c.seed, output_index, output.sizes().vec()};
-  auto it = drawn.find(key);
-  if (it == drawn.end()) {
-    memory::Uncounted uncounted;
-    if (!drawn.empty() && drawn.begin()->first.seed != c.seed) drawn.clear();
-    at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(c.seed ^ (0xA5A5A5A5ULL * (output_index + 1)));
-    it = drawn.emplace(key, at::randn(output.sizes(), generator, at::TensorOptions().dtype(at::kDouble))).first;
-  }
-  return it->second.to(output.device(), output.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
-}
-
-
-namespace {
-
-bool same_leaf(const Leaf& a, const Leaf& b) {
-  return a.shape == b.shape && a.dtype == b.dtype && a.fill == b.fill;
-}
-
-// Leaf i's data in double precision (int64 rounded, bool thresholded), from the case's seed.
-at::Tensor draw_leaf(const Case& c, size_t i);
-
-}  // namespace
-
 void set_value_element_limit(int64_t elements) { g_value_element_limit.store(elements); }
 
-std::vector<at::Tensor> make_leaves(const Case& c) {
-  // The double-precision draws of the last case's leaves, kept uncounted: the three runs of a
-  // case, and a replay of it, start from the same data.
-  struct Drawn {
-    uint64_t seed;
-    std::vector<Leaf> leaves;
-    std::vector<at::Tensor> data;
-  };
-  static std::optional<Drawn> last;
-  const bool hit = last && last->seed == c.seed && last->leaves.size() == c.leaves.size() &&
-                   std::equal(c.leaves.begin(), c.leaves.end(), last->leaves.begin(), same_leaf);
-  if (!hit) {
-    memory::Uncounted uncounted;
-    last.reset();
-    Drawn drawn{c.seed, c.leaves, {}};
-    for (size_t i = 0; i < c.leaves.size(); ++i) drawn.data.push_back(draw_leaf(c, i));
-    last = std::move(drawn);
-  }
-  std::vector<at::Tensor> leaves;
-  for (size_t i = 0; i < c.leaves.size(); ++i) {
-    const Leaf& leaf = c.leaves[i];
-    at::Tensor tensor = last->data[i].to(device_of(c), scalar_type(leaf_dtype(c, leaf)), /*non_blocking=*/false,
-                                         /*copy=*/true);
-    tensor.set_requires_grad(leaf.requires_grad);
-    leaves.push_back(tensor);
-  }
-  return leaves;
-}
-
-namespace {
-
-at::Tensor draw_leaf(const Case& c, size_t i) {
-  {
-    const Leaf& leaf = c.leaves[i];
-    at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(c.seed * 1000003ULL + i);
-    const auto doubles = at::TensorOptions().dtype(at::kDouble);
-    at::Tensor data;
-    switch (leaf.fill) {
-      case Fill::randn: data = at::randn(leaf.shape, generator, doubles); break;
-      case Fill::ones: data = at::ones(leaf.shape, doubles); break;
-      case Fill::arange: {
-        int64_t numel = 1;
-        for (int64_t d : leaf.shape) numel *= d;
-        data = at::arange(numel, doubles).reshape(leaf.shape);
-        break;
-      }
-    }
-    const DType dtype = leaf_dtype(c, leaf);
-    if (dtype == DType::int64 && leaf.fill == Fill::randn) data = (data * 3).round();
-    if (dtype == DType::boolean) data = data.gt(0);
-    return data;
-  }
-}
-
-}  // namespace
 
 void use_deterministic_algorithms() {
   // The environment once per process (run_case calls this for every run; setenv is not free
@@ -533,6 +444,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
   memory::begin_run(/*measured=*/options.measure_memory || options.cpu_memory_budget > 0);
   rng::reset_all(c.seed);
   implementation.reset_checkpointing_flag();
+  compat::set_autocast_states(compat::default_autocast_states());  // what a leak of an earlier run left
 
   std::optional<memory::CpuProbe> probe;
   std::optional<memory::CudaProbe> cuda_probe;  // else the caching allocator's statistics
@@ -609,6 +521,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
       }
       record.rng = record.error->rng;
       record.checkpointing_flag = implementation.checkpointing_flag();
+      record.autocast = compat::autocast_states();
       obs.iterations.push_back(std::move(record));
       // A training loop that skips the batch goes on with the next; by default the run stops.
       if (c.continue_after_error) continue;
@@ -641,6 +554,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
     }
     record.rng = harness_snapshot();
     record.checkpointing_flag = implementation.checkpointing_flag();
+    record.autocast = compat::autocast_states();
     obs.iterations.push_back(std::move(record));
   }
   return obs;

@@ -11,7 +11,9 @@
 #include "core/case.h"
 #include "core/errors.h"
 #include "core/checkpoint_interface.h"
+#include "core/leaves.h"
 #include "core/rng.h"
+#include "core/torch_compat.h"
 
 namespace recheck {
 
@@ -53,6 +55,7 @@ struct IterationRecord {
   std::vector<at::Tensor> leaf_data;   // each leaf's data after backward, cloned
   rng::Snapshot rng;
   bool checkpointing_flag = false;
+  compat::AutocastStates autocast;  // the autocast state after the iteration (or the error)
   MemoryRecord memory;
   AllocationRecord allocations;
   // Every recomputation input still alive after the iteration that holds a `.grad`, as
@@ -74,6 +77,8 @@ struct SegmentCall {
   std::string site;  // e.g. "root.ops[2]"
   int iteration = 0;
   std::vector<std::vector<at::Tensor>> calls;
+  // The autocast state each of those calls started in: a recomputation must see forward's.
+  std::vector<compat::AutocastStates> autocast;
 };
 
 struct Observations {
@@ -112,13 +117,5 @@ void set_value_element_limit(int64_t elements);
 // needs for deterministic matmuls. recheck's programs call it at start, before CUDA is
 // initialized; run_case sets the flag again, for embedders and tests.
 void use_deterministic_algorithms();
-
-// The leaf tensors a run starts from: deterministic in the case's seed.
-std::vector<at::Tensor> make_leaves(const Case& c);
-
-// The loss weight of the root's output `output_index`: fixed random values from the case's seed,
-// in the output's dtype and device (the loss is the sum of weight * output over the outputs that
-// require grad).
-at::Tensor loss_weight(const Case& c, size_t output_index, const at::Tensor& output);
 
 }  // namespace recheck

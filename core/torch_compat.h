@@ -7,6 +7,8 @@
 #include <c10/core/GeneratorImpl.h>
 #include <torch/version.h>
 
+#include "core/torch_version.h"
+
 // c10::Allocator: from 2.3, allocate() is no longer const and copy_data() must be defined.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
 #define RECHECK_ALLOCATE_CONST
@@ -25,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -71,6 +74,23 @@ inline void set_autocast_state(at::DeviceType device, AutocastState state) {
   }
 }
 #endif
+
+// The autocast state of both device types recheck runs on: what a run leaves behind is compared
+// with eager mode's (no-side-effects), and what a checkpoint records for its recomputation.
+struct AutocastStates {
+  AutocastState cpu;
+  AutocastState cuda;
+  bool operator==(const AutocastStates& o) const { return cpu == o.cpu && cuda == o.cuda; }
+  bool operator!=(const AutocastStates& o) const { return !(*this == o); }
+};
+inline AutocastStates autocast_states() { return {autocast_state(at::kCPU), autocast_state(at::kCUDA)}; }
+inline void set_autocast_states(const AutocastStates& states) {
+  set_autocast_state(at::kCPU, states.cpu);
+  set_autocast_state(at::kCUDA, states.cuda);
+}
+// What a thread starts with: off on both, bfloat16 on CPU, float16 on CUDA (each device type's
+// default autocast dtype, the one Python's torch.autocast uses when no dtype is given).
+inline AutocastStates default_autocast_states() { return {{false, at::kBFloat16}, {false, at::kHalf}}; }
 
 // `with torch.autocast(device, dtype=..., enabled=...)`: sets the state for the scope, counts the
 // nesting, and on leaving clears the cast cache when the outermost region ends and puts the

@@ -50,11 +50,29 @@ std::optional<Classification> classification_named(const std::string& name) {
   return std::nullopt;
 }
 
+// Both failed in the same body call, where the oracle's recomputation ran under another autocast
+// state than its forward, or made a tensor of another dtype, and the subject's did not but
+// differs in a way that hides (its outputs, their shape or values): a fix of the state
+// (autocast-restored) leaves what else was wrong there, which the oracle's evidence cannot show.
+bool hidden_behind_the_oracle_s_autocast(const Verdict& oracle, const Verdict& sut) {
+  if (!oracle.difference || oracle.segment_record < 0 || oracle.segment_record != sut.segment_record ||
+      oracle.call != sut.call) {
+    return false;
+  }
+  const std::string& hidden_by = oracle.difference->kind;
+  const std::string seen = sut.difference ? sut.difference->kind : "";
+  if (hidden_by == "autocast") return seen != "autocast";
+  return hidden_by == "dtype" && (seen == "shape" || seen == "value");
+}
+
 Classification classify(const Verdict& oracle, const Verdict& sut) {
   if (oracle.holds && sut.holds) return Classification::pass;
   if (oracle.holds) return Classification::regression;
   if (sut.holds) return Classification::fixed;
-  return oracle.describe() == sut.describe() ? Classification::pre_existing : Classification::divergent;
+  if (oracle.describe() == sut.describe() || hidden_behind_the_oracle_s_autocast(oracle, sut)) {
+    return Classification::pre_existing;
+  }
+  return Classification::divergent;
 }
 
 bool reached(const Verdict& failed, const Observations& run) {
@@ -159,6 +177,32 @@ Verdict outputs_bitwise(const Observations& subject, const Runs& runs) {
   return Verdict::pass();
 }
 
+std::string describe(const compat::AutocastState& state) {
+  return std::string(state.enabled ? "enabled, " : "disabled, ") + c10::toString(state.dtype);
+}
+
+// Where two autocast states differ, CPU first: "autocast: cpu enabled, BFloat16 vs cpu disabled,
+// BFloat16".
+Difference autocast_difference(const compat::AutocastStates& subject, const compat::AutocastStates& reference) {
+  const bool cpu = !(subject.cpu == reference.cpu);
+  const std::string device = cpu ? "cpu " : "cuda ";
+  return Difference{"autocast", device + describe(cpu ? subject.cpu : subject.cuda),
+                    device + describe(cpu ? reference.cpu : reference.cuda)};
+}
+
+}  // namespace
+
+bool recomputes_in_forward_s_autocast_state(const Observations& run) {
+  for (const SegmentCall& call : run.segment_calls) {
+    for (size_t k = 1; k < call.autocast.size(); ++k) {
+      if (call.autocast[k] != call.autocast.front()) return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
 Verdict recompute_fidelity(const Observations& subject, const Runs&) {
   for (size_t r = 0; r < subject.segment_calls.size(); ++r) {
     const SegmentCall& call = subject.segment_calls[r];
@@ -172,6 +216,12 @@ Verdict recompute_fidelity(const Observations& subject, const Runs&) {
     };
     for (size_t k = 1; k < call.calls.size(); ++k) {
       const auto& recomputed = call.calls[k];
+      // The state first: a recomputation under another autocast state computes another graph,
+      // even where its outputs happen to match (ops whose results it does not return).
+      if (k < call.autocast.size() && call.autocast[k] != call.autocast.front()) {
+        return fail(k, call.site + " at " + at_iteration(call.iteration) + ", recomputation vs forward",
+                    autocast_difference(call.autocast[k], call.autocast.front()), "");
+      }
       if (recomputed.size() != forward.size()) {
         return fail(k, call.site + " at " + at_iteration(call.iteration), std::nullopt,
                     "recomputation returned " + std::to_string(recomputed.size()) + " outputs, forward " +
@@ -301,8 +351,9 @@ Verdict errors_match(const Observations& subject, const Runs& runs) {
   return Verdict::pass();
 }
 
-// Leaf data and the is-checkpointing flag after every iteration both runs ran alike, the state
-// an error left included (Megatron's forward sets the flag and, raising, leaves it set).
+// Leaf data, the is-checkpointing flag and the autocast state after every iteration both runs
+// ran alike, the state an error left included (Megatron's forward sets the flag and, raising,
+// leaves it set).
 Verdict no_side_effects(const Observations& subject, const Runs& runs) {
   const Observations& eager = runs.eager;
   for (size_t i = 0; i < common_iterations(subject, eager); ++i) {
@@ -317,6 +368,10 @@ Verdict no_side_effects(const Observations& subject, const Runs& runs) {
     if (s.checkpointing_flag != e.checkpointing_flag) {
       return fail_at(i, s, "after " + at_record(i, s), std::nullopt,
                      std::string("is-checkpointing flag left ") + (s.checkpointing_flag ? "set" : "unset"));
+    }
+    if (s.autocast != e.autocast) {
+      return fail_at(i, s, "after " + at_record(i, s) + ", autocast state left vs eager mode's",
+                     autocast_difference(s.autocast, e.autocast));
     }
   }
   return Verdict::pass();
@@ -418,7 +473,8 @@ Verdict no_extra_allocations(const Observations& subject, const Runs& runs) {
 
 const std::vector<Property>& properties() {
   static const std::vector<Property> all = {
-      {"grads-bitwise", "every leaf's .grad after each iteration is bitwise equal to the oracle's", grads_bitwise},
+      {"grads-bitwise", "every leaf's .grad after each iteration is bitwise equal to the oracle's", grads_bitwise,
+       /*claim_of_change=*/false, /*reads_eager=*/false, /*same_code_only=*/false, /*compares_with_oracle=*/true},
       {"outputs-bitwise", "forward outputs and the loss are bitwise equal to eager mode's", outputs_bitwise,
        /*claim_of_change=*/false, /*reads_eager=*/true},
       {"recompute-fidelity", "each checkpointed segment's recomputed outputs equal its forward outputs bitwise",
@@ -429,7 +485,8 @@ const std::vector<Property>& properties() {
        /*claim_of_change=*/false, /*reads_eager=*/true},
       {"errors-match", "errors have eager mode's type and message, and leave eager mode's RNG states", errors_match,
        /*claim_of_change=*/false, /*reads_eager=*/true},
-      {"no-side-effects", "leaf data and the is-checkpointing flag are as eager mode leaves them, after an error too",
+      {"no-side-effects", "leaf data, the is-checkpointing flag and the autocast state are as eager mode leaves them, after an "
+       "error too",
        no_side_effects,
        /*claim_of_change=*/false, /*reads_eager=*/true},
       {"grad-released", "after backward no recomputation input still alive holds a .grad (a claim of the change)",
@@ -437,11 +494,13 @@ const std::vector<Property>& properties() {
       {"memory-floor",
        "floor <= the oracle's, below it by exactly the .grad bytes of stashed recomputation inputs; peak <= the "
        "oracle's (a claim of the change)",
-       memory_floor, /*claim_of_change=*/true},
+       memory_floor, /*claim_of_change=*/true, /*reads_eager=*/false, /*same_code_only=*/false,
+       /*compares_with_oracle=*/true},
       {"no-extra-allocations",
        "every allocation, in each checkpoint forward, checkpoint backward and outside checkpoints, is one the "
        "oracle makes there too (a claim of the change)",
-       no_extra_allocations, /*claim_of_change=*/true, /*reads_eager=*/false, /*same_code_only=*/true},
+       no_extra_allocations, /*claim_of_change=*/true, /*reads_eager=*/false, /*same_code_only=*/true,
+       /*compares_with_oracle=*/true},
   };
   return all;
 }
@@ -475,6 +534,11 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
                                       ChangeClaims claims) {
   // Without an eager run, the properties that read it are skipped, never handed this one.
   const Runs runs{eager ? *eager : oracle, oracle};
+  // Where the oracle recomputes under another autocast state than its forward ran in and the sut
+  // does not (a fix of the released function: autocast-restored), the oracle computed its
+  // gradients, and allocated, from another graph than its forward's: no reference for the sut's.
+  const bool oracle_unfaithful = !recomputes_in_forward_s_autocast_state(oracle) &&
+                                 recomputes_in_forward_s_autocast_state(sut);
   std::vector<PropertyResult> results;
   for (const Property& p : properties()) {
     if (p.claim_of_change && claims == ChangeClaims::not_applicable) continue;
@@ -496,6 +560,12 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
         r.classification = r.sut.holds ? Classification::pass : Classification::pre_existing;
         break;
     }
+    if (p.compares_with_oracle && oracle_unfaithful && !r.sut.holds && claims != ChangeClaims::not_applicable) {
+      r.classification = Classification::fixed;
+      r.sut.detail += std::string(r.sut.detail.empty() ? "" : "; ") +
+                      "the oracle recomputes under another autocast state than its forward ran in and this run does "
+                      "not: the oracle is no reference here";
+    }
     results.push_back(std::move(r));
   }
   return results;
@@ -510,7 +580,7 @@ bool agree_for_eager(const Observations& a, const Observations& b) {
     const IterationRecord& y = b.iterations[i];
     if (!same_tensors(x.outputs, y.outputs) || bitwise_difference(x.loss, y.loss) ||
         !same_tensors(x.leaf_grads, y.leaf_grads) || !same_tensors(x.leaf_data, y.leaf_data) ||
-        !same_rng(x.rng, y.rng) || x.checkpointing_flag != y.checkpointing_flag ||
+        !same_rng(x.rng, y.rng) || x.checkpointing_flag != y.checkpointing_flag || x.autocast != y.autocast ||
         x.error.has_value() != y.error.has_value()) {
       return false;
     }

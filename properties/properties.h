@@ -80,6 +80,11 @@ struct Property {
   // meaningful between runs of the same code (CheckpointImplementation::code), and left out of
   // the results otherwise (a Python function against the C++ oracle).
   bool same_code_only = false;
+  // Compares the subject with the oracle's run (its gradients, memory or allocations). Where the
+  // oracle recomputes under another autocast state than its forward ran in and the subject does
+  // not (the subject fixes the released function there), a failure is classified fixed: the
+  // oracle's backward ran another graph than its forward's.
+  bool compares_with_oracle = false;
 };
 
 // classify(oracle, sut, ...), except for a claim of the change: pass or regression by the sut
@@ -104,13 +109,16 @@ std::vector<PropertyResult> check_properties(const Observations& eager, const Ob
 
 // Whether two runs observed the same in everything a property compares with the eager run: the
 // iterations completed, the outputs and the loss, the leaves' .grad and data, the RNG states,
-// the is-checkpointing flag and the error (bitwise, and the same error at the same point).
+// the is-checkpointing flag, the autocast state and the error (bitwise, and the same error at the same point).
 bool agree_for_eager(const Observations& a, const Observations& b);
 
 // check_properties without the eager run, for an oracle and a sut that agree_for_eager: the
 // properties that read it are left out of the results (each would be pass or pre-existing).
 std::vector<PropertyResult> check_properties_without_eager(const Observations& oracle, const Observations& sut,
                                                            ChangeClaims claims = ChangeClaims::made);
+
+// Whether every recomputation in `run` started in the autocast state its forward call started in.
+bool recomputes_in_forward_s_autocast_state(const Observations& run);
 
 // True when a result should fail a CI gate.
 inline bool is_alarm(Classification c) {

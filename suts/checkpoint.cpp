@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <exception>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -12,6 +13,7 @@
 
 #include "core/errors.h"
 #include "core/rng.h"
+#include "core/torch_compat.h"
 #include "suts/autograd_backward.h"
 
 namespace recheck {
@@ -28,6 +30,7 @@ struct CheckpointCall : torch::CustomClassHolder {
   CheckpointOptions options;
   Values args;
   rng::AllStates rng_states;
+  compat::AutocastStates autocast;  // with restore_autocast: the state forward ran in
   std::vector<int64_t> input_0_shape;
   // The forward outputs with their tensors left out: C++ Functions return tensors only, so the
   // non-tensor outputs travel beside them and are merged back in order.
@@ -155,6 +158,13 @@ struct LiveDetachedInputs {
   LiveDetachedInputs& operator=(const LiveDetachedInputs&) = delete;
 };
 
+// The mutant autocast_recorded_per_function: the autocast state the last forward recorded, kept
+// on the function (a class attribute in Python) instead of on each call's ctx.
+compat::AutocastStates& last_recorded_autocast() {
+  static compat::AutocastStates recorded = compat::default_autocast_states();
+  return recorded;
+}
+
 // The mutant keep_last_grads: "the last gradients, for debugging", kept until the next backward.
 variable_list& last_collected_grads() {
   static variable_list grads;
@@ -199,6 +209,8 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
 
     // Copy the rng states.
     call->rng_states = rng::get_all_rng_states();
+    if (call->options.restore_autocast) call->autocast = compat::autocast_states();
+    if (call->options.autocast_recorded_per_function) last_recorded_autocast() = call->autocast;
     if (call->options.tracker_saved_by_reference) {
       call->rng_states.tracker = rng::get_cuda_rng_tracker().live_states_ptr();
     }
@@ -349,6 +361,18 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
         if (!options.skip_set_forward_rng) set_states(call->rng_states);
         detached_inputs = detach_variable(inputs, options);
         at::AutoGradMode enable_grad(!options.recompute_without_grad);
+        // The fix: the recomputation under the autocast state forward ran in, put back after.
+        compat::AutocastStates recorded = options.autocast_recorded_per_function ? last_recorded_autocast() : call->autocast;
+        if (options.autocast_dtype_lost) {
+          recorded.cpu.dtype = compat::default_autocast_states().cpu.dtype;
+          recorded.cuda.dtype = compat::default_autocast_states().cuda.dtype;
+        }
+        std::optional<compat::AutocastGuard> cpu_autocast;
+        std::optional<compat::AutocastGuard> cuda_autocast;
+        if (options.restore_autocast) {
+          cpu_autocast.emplace(at::kCPU, recorded.cpu);
+          cuda_autocast.emplace(at::kCUDA, recorded.cuda);
+        }
         outputs = call->run_function(detached_inputs);
       } catch (...) {
         if (!options.skip_restore_rng_after_recompute && !options.restore_not_exception_safe) {
@@ -440,6 +464,15 @@ const std::vector<Variant>& variants() {
     variant.is_fix = true;
     return variant;
   };
+  // A mistake in a fix: the change under test, the fix, and one mistake in the fix.
+  auto fix_mutant = [](const char* name, const char* description, bool CheckpointOptions::*fixed,
+                       bool CheckpointOptions::*mistake) {
+    CheckpointOptions options;
+    options.clear_detached_grads = true;
+    options.*fixed = true;
+    options.*mistake = true;
+    return Variant{name, std::string("mutant: ") + description, options, /*is_mutant=*/true};
+  };
   // A test variant: the change under test, crashing in backward.
   auto crashing = [](bool CheckpointOptions::*crash) {
     CheckpointOptions options;
@@ -447,6 +480,20 @@ const std::vector<Variant>& variants() {
     options.*crash = true;
     return options;
   };
+  // Only a case with an autocast dtype other than the device type's default tells it from the
+  // oracle: float16 on CPU (libtorch 2.1 and later) or bfloat16 on CUDA.
+  static const Variant dtype_lost = [&fix_mutant] {
+    Variant variant = fix_mutant("autocast-dtype-lost",
+                                 "autocast-restored, but it restores whether autocast was on, not its dtype (the device's "
+                                 "default: CPU bfloat16, CUDA float16)",
+                                 &CheckpointOptions::restore_autocast, &CheckpointOptions::autocast_dtype_lost);
+    if (!compat::kCpuAutocastHasFloat16) {
+      variant.cannot_be_killed_on_cpu = std::string("only a float16 autocast case tells it from the oracle on CPU, and CPU "
+                                                    "autocast casts to float16 from libtorch 2.1 (this build: ") +
+                                        TORCH_VERSION + ")";
+    }
+    return variant;
+  }();
   static const std::vector<Variant> all = {
       {"clearing", "the change under test: resets .grad of detached inputs after collecting it",
        CheckpointOptions{/*clear_detached_grads=*/true}, /*is_mutant=*/false},
@@ -493,6 +540,11 @@ const std::vector<Variant>& variants() {
              &CheckpointOptions::deep_copy_rng_states),
       mutant("rng-rewound-on-error", "puts the RNG states back as forward found them when its body raises",
              &CheckpointOptions::rng_rewound_on_error),
+      fix_mutant("autocast-on-the-function",
+                 "autocast-restored, but the state is kept on the function, not per call: every recomputation runs "
+                 "under the state the last forward recorded",
+                 &CheckpointOptions::restore_autocast, &CheckpointOptions::autocast_recorded_per_function),
+      dtype_lost,
       equivalent("restore-order-reversed", "sets the tracker, device and CPU states in the reverse order",
                  &CheckpointOptions::restore_rng_reversed),
       equivalent("clear-requiring-grad-only", "resets .grad only on the detached inputs that require grad",
@@ -501,6 +553,9 @@ const std::vector<Variant>& variants() {
                  &CheckpointOptions::move_grads_out),
       fix("flag-reset-on-error", "unsets the is-checkpointing flag when forward or backward raises (try/finally)",
           &CheckpointOptions::reset_flag_on_error),
+      fix("autocast-restored",
+          "records the autocast state (CPU and CUDA) in forward and recomputes under it, as torch.utils.checkpoint does",
+          &CheckpointOptions::restore_autocast),
       {"aborts", "test variant: aborts inside backward, to show that recheck run isolates a crashing case",
        crashing(&CheckpointOptions::abort_in_backward), /*is_mutant=*/false},
       {"segfaults", "test variant: writes through a null pointer inside backward (a segmentation fault)",

@@ -50,6 +50,16 @@ struct CheckpointOptions {
   // A fix of the released function, not of the change: forward and backward unset the
   // is-checkpointing flag when they raise, as a try/finally would (Megatron's leave it set).
   bool reset_flag_on_error = false;
+  // A fix of the released function: forward records the autocast state (CPU and CUDA) and the
+  // recomputation runs under it, as torch.utils.checkpoint does (Megatron's records none and
+  // recomputes under whatever state backward runs in).
+  bool restore_autocast = false;
+  // Mistakes in that fix, each losing part of the recorded state on the recomputation path:
+  // the state is kept on the function, not per call, so every recomputation runs under the
+  // state the last forward recorded; or only whether autocast was on is restored, in the device
+  // type's default dtype (CPU bfloat16, CUDA float16).
+  bool autocast_recorded_per_function = false;
+  bool autocast_dtype_lost = false;
 
   // Equivalent rewrites of the change: correct, so the suite must raise no alarm on them
   // (`recheck mutants` checks them with the control).
@@ -70,6 +80,9 @@ struct Variant {
   bool is_mutant = false;
   bool is_equivalent = false;  // a correct rewrite of the change: any alarm on it is a false alarm
   bool is_fix = false;  // the change plus a fix of the released function: `fixed`, never an alarm
+  // A mutant that only cases this build cannot run on CPU tell from the oracle: why (empty for
+  // the rest). On CPU, `recheck mutants` and the mutant tests skip it, saying so.
+  std::string cannot_be_killed_on_cpu;
 };
 
 // Every named variant, the correct ones first.

@@ -17,6 +17,8 @@ constexpr int kBudget = 200;
 class MutantTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MutantTest, is_killed_within_the_budget) {
+  const std::string& cannot = find_variant(GetParam()).cannot_be_killed_on_cpu;
+  if (!cannot.empty()) GTEST_SKIP() << GetParam() << ": " << cannot;
   auto oracle = make_checkpoint("nonclearing");
   auto mutant = make_checkpoint(GetParam());
   const Hunt h = hunt(*oracle, *mutant, GenOptions{}, kFirstSeed, kBudget);
@@ -56,6 +58,7 @@ TEST_P(EquivalentTest, gives_clearing_s_verdicts_on_every_hunt_case) {
 // test would not see it.
 class FixTest : public ::testing::TestWithParam<std::string> {};
 
+
 TEST_P(FixTest, gives_clearing_s_verdicts_or_fixed_on_every_hunt_case) {
   auto oracle = make_checkpoint("nonclearing");
   auto clearing = make_checkpoint("clearing");
@@ -72,6 +75,13 @@ TEST_P(FixTest, gives_clearing_s_verdicts_or_fixed_on_every_hunt_case) {
       const Classification e = expected.results[p].classification;
       if (g == Classification::fixed && e == Classification::pre_existing) {
         ++fixed;
+        continue;
+      }
+      // Where the fix recomputes under forward's autocast state and the oracle does not, a
+      // property comparing with the oracle's run (its gradients, its memory) is fixed too.
+      if (g == Classification::fixed && e == Classification::pass &&
+          find_property(got.results[p].property)->compares_with_oracle &&
+          got.results[p].sut.detail.find("the oracle is no reference here") != std::string::npos) {
         continue;
       }
       EXPECT_EQ(to_string(g), std::string(to_string(e))) << GetParam() << " " << got.results[p].property << " on draw seed "
