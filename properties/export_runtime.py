@@ -82,6 +82,14 @@ def keep(t):
     return t.detach().clone() if torch.is_tensor(t) else None
 
 
+def autocast_state():
+    """Whether autocast is on, and its dtype, on CPU and CUDA (torch 2.4's API, or the one before)."""
+    if hasattr(torch, "get_autocast_dtype"):
+        return tuple((torch.is_autocast_enabled(d), str(torch.get_autocast_dtype(d))) for d in ("cpu", "cuda"))
+    return ((torch.is_autocast_cpu_enabled(), str(torch.get_autocast_cpu_dtype())),
+            (torch.is_autocast_enabled(), str(torch.get_autocast_gpu_dtype())))
+
+
 class Run:
     """One run of the case: the checkpoint function, and what the properties read."""
 
@@ -94,12 +102,13 @@ class Run:
         self.iteration = 0
 
     def call_checkpoint(self, site, body, distribute, args):
-        started, calls, returned = [0], [], [False]
-        self.calls.append({"site": site, "iteration": self.iteration, "calls": calls})
+        started, calls, returned, states = [0], [], [False], []
+        self.calls.append({"site": site, "iteration": self.iteration, "calls": calls, "autocast": states})
 
         def run_function(*inputs):
             recompute = started[0] > 0
             started[0] += 1
+            state = autocast_state()
             if recompute:
                 for i, t in enumerate(inputs):
                     if torch.is_tensor(t):
@@ -111,6 +120,7 @@ class Run:
                 if recompute:
                     self.recomputing -= 1
             calls.append([keep(o) for o in outputs])
+            states.append(state)
             return outputs
 
         outputs = self.checkpoint(run_function, distribute, *args)
@@ -187,6 +197,7 @@ def run_case(checkpoint):
         record["leaf_data"] = [keep(leaf) for leaf in leaves]
         record["rng"] = rng_snapshot()
         record["flag"] = bool(getattr(megatron_random, "IS_CHECKPOINTING", False))
+        record["autocast"] = autocast_state()
         record["holding_grad"] = [site for site, ref, returned in run.detached
                                   if ref() is not None and ref().grad is not None and ("error" not in record or returned[0])]
         seen["iterations"].append(record)
@@ -269,6 +280,9 @@ def check(prop, subject, eager, oracle):
     elif prop == "recompute-fidelity":
         for call in subject["calls"]:
             for k, recomputed in enumerate(call["calls"][1:], 1):
+                if call["autocast"][k] != call["autocast"][0]:
+                    return (f"{call['site']} at iteration {call['iteration']}, recomputation vs forward: autocast "
+                            f"(cpu, cuda) {call['autocast'][k]} vs {call['autocast'][0]}")
                 for o, (x, y) in enumerate(zip(recomputed, call["calls"][0])):
                     if (d := bitwise_difference(x, y)):
                         return f"{call['site']} at iteration {call['iteration']}, recomputed output {o} vs forward: {d}"
@@ -302,6 +316,8 @@ def check(prop, subject, eager, oracle):
                     return f"{at(i, s)}, leaf v{leaf} data: {d}"
             if s["flag"] != e["flag"]:
                 return f"after {at(i, s)}: is-checkpointing flag {s['flag']}, eager {e['flag']}"
+            if s["autocast"] != e["autocast"]:
+                return f"after {at(i, s)}: autocast (cpu, cuda) left {s['autocast']}, eager {e['autocast']}"
     elif prop == "grad-released":
         for i, s in enumerate(subject["iterations"]):
             if s["holding_grad"]:
