@@ -30,7 +30,8 @@ and the seconds spent. Control rows check the correct `clearing` variant, each e
 rewrite of it and each fix of the released function (`recheck variants`) on as many cases as the longest hunt, from every hunt's seed:
 they must raise no alarm. Exit code 1 when a mutant survives a seed or a control raises an
 alarm; 130 (143 for SIGTERM) when interrupted before that was found (the mutants not hunted
-yet are left out of the table).
+yet are left out of the table). A mutant that no case this build can run on CPU tells from the
+oracle (autocast-dtype-lost before libtorch 2.1) is skipped, with a line saying why.
 
 options:
   --seeds N         hunts per mutant, each from its own seed (default 10)

@@ -355,7 +355,7 @@ class Interpreter {
     std::optional<size_t> record;
     if (options_.record_segment_calls) {
       record = obs_.segment_calls.size();
-      obs_.segment_calls.push_back({sites_.at(&op), iteration, {}});
+      obs_.segment_calls.push_back({sites_.at(&op), iteration, {}, {}});
     }
     const Segment* body = &*op.body;
     auto calls = std::make_shared<int>(0);
