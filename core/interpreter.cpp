@@ -369,13 +369,12 @@ class Interpreter {
         bool counted;
         ~Count() { in_progress -= counted; }
       } count{recomputing_ += recomputation, recomputation};
-      const compat::AutocastStates autocast = compat::autocast_states();
+      if (record) obs_.segment_calls[*record].autocast.push_back(compat::autocast_states());
       Values outputs = run_segment(*body, inputs);
       if (record) {
         std::vector<at::Tensor> recorded;
         for (const Value& output : outputs) recorded.push_back(is_tensor(output) ? clone_for_record(as_tensor(output)) : at::Tensor());
         obs_.segment_calls[*record].calls.push_back(std::move(recorded));
-        obs_.segment_calls[*record].autocast.push_back(autocast);
       }
       return outputs;
     };

@@ -77,7 +77,8 @@ struct SegmentCall {
   std::string site;  // e.g. "root.ops[2]"
   int iteration = 0;
   std::vector<std::vector<at::Tensor>> calls;
-  // The autocast state each of those calls started in: a recomputation must see forward's.
+  // The autocast state each call started in, one that raised included (then the last, with no
+  // outputs above): a recomputation must see forward's.
   std::vector<compat::AutocastStates> autocast;
 };
 

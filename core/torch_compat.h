@@ -113,6 +113,20 @@ class AutocastGuard {
   AutocastState previous_;
 };
 
+// Turns autocast's cast cache on or off for the scope, and puts the previous setting back.
+class AutocastCacheGuard {
+ public:
+  explicit AutocastCacheGuard(bool enabled) : previous_(at::autocast::is_autocast_cache_enabled()) {
+    at::autocast::set_autocast_cache_enabled(enabled);
+  }
+  ~AutocastCacheGuard() { at::autocast::set_autocast_cache_enabled(previous_); }
+  AutocastCacheGuard(const AutocastCacheGuard&) = delete;
+  AutocastCacheGuard& operator=(const AutocastCacheGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
 inline bool cuda_available() {
 #if defined(RECHECK_WITH_CUDA)
   return at::cuda::is_available();

@@ -20,4 +20,15 @@ inline bool autocast_has_float16(const std::string& device_type) {
   return device_type == "cuda" || kCpuAutocastHasFloat16;
 }
 
+// Autocast caches the casts of leaves that require grad for the rest of the outermost region,
+// and before torch 2.11 (pytorch#112583, fixed by pytorch#165068) also those made under no_grad,
+// which have no grad_fn: a later cast of the same leaf with grad on gets the cached one, and its
+// gradient is lost. A recomputation under autocast meets it when a nested checkpoint's forward
+// (run under no_grad) casts a leaf its body casts again.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 11)
+inline constexpr bool kAutocastCacheKeepsCastsWithoutGrad = false;
+#else
+inline constexpr bool kAutocastCacheKeepsCastsWithoutGrad = true;
+#endif
+
 }  // namespace recheck::compat

@@ -50,29 +50,11 @@ std::optional<Classification> classification_named(const std::string& name) {
   return std::nullopt;
 }
 
-// Both failed in the same body call, where the oracle's recomputation ran under another autocast
-// state than its forward, or made a tensor of another dtype, and the subject's did not but
-// differs in a way that hides (its outputs, their shape or values): a fix of the state
-// (autocast-restored) leaves what else was wrong there, which the oracle's evidence cannot show.
-bool hidden_behind_the_oracle_s_autocast(const Verdict& oracle, const Verdict& sut) {
-  if (!oracle.difference || oracle.segment_record < 0 || oracle.segment_record != sut.segment_record ||
-      oracle.call != sut.call) {
-    return false;
-  }
-  const std::string& hidden_by = oracle.difference->kind;
-  const std::string seen = sut.difference ? sut.difference->kind : "";
-  if (hidden_by == "autocast") return seen != "autocast";
-  return hidden_by == "dtype" && (seen == "shape" || seen == "value");
-}
-
 Classification classify(const Verdict& oracle, const Verdict& sut) {
   if (oracle.holds && sut.holds) return Classification::pass;
   if (oracle.holds) return Classification::regression;
   if (sut.holds) return Classification::fixed;
-  if (oracle.describe() == sut.describe() || hidden_behind_the_oracle_s_autocast(oracle, sut)) {
-    return Classification::pre_existing;
-  }
-  return Classification::divergent;
+  return oracle.describe() == sut.describe() ? Classification::pre_existing : Classification::divergent;
 }
 
 bool reached(const Verdict& failed, const Observations& run) {
@@ -535,8 +517,9 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
   // Without an eager run, the properties that read it are skipped, never handed this one.
   const Runs runs{eager ? *eager : oracle, oracle};
   // Where the oracle recomputes under another autocast state than its forward ran in and the sut
-  // does not (a fix of the released function: autocast-restored), the oracle computed its
-  // gradients, and allocated, from another graph than its forward's: no reference for the sut's.
+  // does not (a fix of the released function: autocast-restored), the oracle's backward ran
+  // another graph than its forward's: its gradients, allocations, errors and evidence are no
+  // reference for the sut's.
   const bool oracle_unfaithful = !recomputes_in_forward_s_autocast_state(oracle) &&
                                  recomputes_in_forward_s_autocast_state(sut);
   std::vector<PropertyResult> results;
@@ -560,11 +543,16 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
         r.classification = r.sut.holds ? Classification::pass : Classification::pre_existing;
         break;
     }
-    if (p.compares_with_oracle && oracle_unfaithful && !r.sut.holds && claims != ChangeClaims::not_applicable) {
-      r.classification = Classification::fixed;
-      r.sut.detail += std::string(r.sut.detail.empty() ? "" : "; ") +
-                      "the oracle recomputes under another autocast state than its forward ran in and this run does "
-                      "not: the oracle is no reference here";
+    if (oracle_unfaithful && claims != ChangeClaims::not_applicable && !r.sut.holds) {
+      // What the oracle's backward computed is no reference: a comparison with it is fixed, and
+      // where both fail, the evidence of the two cannot be told apart by its difference.
+      const bool compared = p.compares_with_oracle;
+      if (compared || r.classification == Classification::divergent) {
+        r.classification = compared ? Classification::fixed : Classification::pre_existing;
+        r.sut.detail += std::string(r.sut.detail.empty() ? "" : "; ") +
+                        "the oracle recomputes under another autocast state than its forward ran in and this run does "
+                        "not: the oracle is no reference here";
+      }
     }
     results.push_back(std::move(r));
   }

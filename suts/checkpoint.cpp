@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <exception>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -361,18 +362,25 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
         if (!options.skip_set_forward_rng) set_states(call->rng_states);
         detached_inputs = detach_variable(inputs, options);
         at::AutoGradMode enable_grad(!options.recompute_without_grad);
-        // The fix: the recomputation under the autocast state forward ran in, put back after.
+        // The fix: the recomputation under the autocast state forward ran in, put back after. A
+        // region is entered only for a device type whose state differs from backward's: where
+        // it is the same, the fix changes nothing (torch's checkpoint enters one always, which
+        // also keeps autocast's cast cache alive until the recomputation ends).
         compat::AutocastStates recorded = options.autocast_recorded_per_function ? last_recorded_autocast() : call->autocast;
         if (options.autocast_dtype_lost) {
           recorded.cpu.dtype = compat::default_autocast_states().cpu.dtype;
           recorded.cuda.dtype = compat::default_autocast_states().cuda.dtype;
         }
+        const compat::AutocastStates current = compat::autocast_states();
         std::optional<compat::AutocastGuard> cpu_autocast;
         std::optional<compat::AutocastGuard> cuda_autocast;
-        if (options.restore_autocast) {
-          cpu_autocast.emplace(at::kCPU, recorded.cpu);
-          cuda_autocast.emplace(at::kCUDA, recorded.cuda);
-        }
+        if (options.restore_autocast && !(recorded.cpu == current.cpu)) cpu_autocast.emplace(at::kCPU, recorded.cpu);
+        if (options.restore_autocast && !(recorded.cuda == current.cuda)) cuda_autocast.emplace(at::kCUDA, recorded.cuda);
+        // Where autocast's cache keeps casts made under no_grad (core/torch_version.h), the
+        // recomputation runs without it: a nested checkpoint's forward would leave a cast of a
+        // detached input that the body's next cast of it gets, with no gradient.
+        std::optional<compat::AutocastCacheGuard> no_cast_cache;
+        if ((cpu_autocast || cuda_autocast) && compat::kAutocastCacheKeepsCastsWithoutGrad) no_cast_cache.emplace(false);
         outputs = call->run_function(detached_inputs);
       } catch (...) {
         if (!options.skip_restore_rng_after_recompute && !options.restore_not_exception_safe) {
@@ -438,47 +446,35 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
 }  // namespace
 
 const std::vector<Variant>& variants() {
-  // Each mutant is the change under test plus one mistake.
-  auto mutant = [](const char* name, const char* description, bool CheckpointOptions::*mistake) {
+  // The change under test with `fields` set: a mistake, a rewrite, a fix, a fix and a mistake in
+  // it, or a crash.
+  auto change_with = [](std::initializer_list<bool CheckpointOptions::*> fields) {
     CheckpointOptions options;
     options.clear_detached_grads = true;
-    options.*mistake = true;
-    return Variant{name, std::string("mutant: ") + description, options, /*is_mutant=*/true};
+    for (bool CheckpointOptions::*field : fields) options.*field = true;
+    return options;
+  };
+  // Each mutant is the change under test plus one mistake.
+  auto mutant = [&](const char* name, const char* description, bool CheckpointOptions::*mistake) {
+    return Variant{name, std::string("mutant: ") + description, change_with({mistake}), /*is_mutant=*/true};
   };
   // A correct rewrite of the change: the change under test written another way.
-  auto equivalent = [](const char* name, const char* description, bool CheckpointOptions::*rewrite) {
-    CheckpointOptions options;
-    options.clear_detached_grads = true;
-    options.*rewrite = true;
-    Variant variant{name, std::string("equivalent: ") + description, options, /*is_mutant=*/false};
+  auto equivalent = [&](const char* name, const char* description, bool CheckpointOptions::*rewrite) {
+    Variant variant{name, std::string("equivalent: ") + description, change_with({rewrite}), /*is_mutant=*/false};
     variant.is_equivalent = true;
     return variant;
   };
   // The change under test plus a fix of something the released function gets wrong: where the
   // oracle fails a property the fix is about, the verdict is `fixed`.
-  auto fix = [](const char* name, const char* description, bool CheckpointOptions::*fixed) {
-    CheckpointOptions options;
-    options.clear_detached_grads = true;
-    options.*fixed = true;
-    Variant variant{name, std::string("fix: ") + description, options, /*is_mutant=*/false};
+  auto fix = [&](const char* name, const char* description, bool CheckpointOptions::*fixed) {
+    Variant variant{name, std::string("fix: ") + description, change_with({fixed}), /*is_mutant=*/false};
     variant.is_fix = true;
     return variant;
   };
   // A mistake in a fix: the change under test, the fix, and one mistake in the fix.
-  auto fix_mutant = [](const char* name, const char* description, bool CheckpointOptions::*fixed,
-                       bool CheckpointOptions::*mistake) {
-    CheckpointOptions options;
-    options.clear_detached_grads = true;
-    options.*fixed = true;
-    options.*mistake = true;
-    return Variant{name, std::string("mutant: ") + description, options, /*is_mutant=*/true};
-  };
-  // A test variant: the change under test, crashing in backward.
-  auto crashing = [](bool CheckpointOptions::*crash) {
-    CheckpointOptions options;
-    options.clear_detached_grads = true;
-    options.*crash = true;
-    return options;
+  auto fix_mutant = [&](const char* name, const char* description, bool CheckpointOptions::*fixed,
+                        bool CheckpointOptions::*mistake) {
+    return Variant{name, std::string("mutant: ") + description, change_with({fixed, mistake}), /*is_mutant=*/true};
   };
   // Only a case with an autocast dtype other than the device type's default tells it from the
   // oracle: float16 on CPU (libtorch 2.1 and later) or bfloat16 on CUDA.
@@ -557,9 +553,9 @@ const std::vector<Variant>& variants() {
           "records the autocast state (CPU and CUDA) in forward and recomputes under it, as torch.utils.checkpoint does",
           &CheckpointOptions::restore_autocast),
       {"aborts", "test variant: aborts inside backward, to show that recheck run isolates a crashing case",
-       crashing(&CheckpointOptions::abort_in_backward), /*is_mutant=*/false},
+       change_with({&CheckpointOptions::abort_in_backward}), /*is_mutant=*/false},
       {"segfaults", "test variant: writes through a null pointer inside backward (a segmentation fault)",
-       crashing(&CheckpointOptions::segfault_in_backward), /*is_mutant=*/false},
+       change_with({&CheckpointOptions::segfault_in_backward}), /*is_mutant=*/false},
       // The oracle under another name: only the change's own claims, grad-released and
       // memory-floor, can tell it from clearing.
       {"no-clear", "mutant: the change left out", CheckpointOptions{/*clear_detached_grads=*/false}, /*is_mutant=*/true},

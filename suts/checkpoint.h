@@ -82,7 +82,7 @@ struct Variant {
   bool is_fix = false;  // the change plus a fix of the released function: `fixed`, never an alarm
   // A mutant that only cases this build cannot run on CPU tell from the oracle: why (empty for
   // the rest). On CPU, `recheck mutants` and the mutant tests skip it, saying so.
-  std::string cannot_be_killed_on_cpu;
+  std::string cannot_be_killed_on_cpu = {};
 };
 
 // Every named variant, the correct ones first.
