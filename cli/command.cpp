@@ -160,6 +160,37 @@ int jobs_option(const Args& args) {
   return cores > 0 ? static_cast<int>(std::min<long>(cores, 256)) : 1;
 }
 
+namespace {
+std::string g_program = "recheck";
+}
+
+void set_program_name(const std::string& argv0) {
+  // A program found on PATH is named as typed; one started by its path keeps that path.
+  if (argv0.find('/') != std::string::npos) g_program = argv0;
+}
+
+std::string replay_command(const CheckpointImplementation& sut, const CheckpointImplementation& oracle) {
+  std::string environment;
+  for (const CheckpointImplementation* variant : {&sut, &oracle}) {
+    const std::string needed = variant->replay_environment();
+    if (!needed.empty() && environment.find(needed) == std::string::npos) environment += needed + " ";
+  }
+  return environment + g_program;
+}
+
+ClaimChoice claims_option(const Args& args) {
+  if (!args.has("claims")) return {};
+  try {
+    return parse_claims(args.get("claims", ""));
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(error.what());
+  }
+}
+
+std::string claims_argument(const ClaimChoice& claims) {
+  return claims.chosen ? " --claims " + describe_claims(claims) : "";
+}
+
 std::string world_size_argument() {
   const int world_size = tensor_parallel_rank().world_size;
   return world_size > 1 ? " --world-size " + std::to_string(world_size) : "";

@@ -19,6 +19,7 @@
 #include "core/case.h"
 #include "core/checkpoint_interface.h"
 #include "core/errors.h"
+#include "properties/properties.h"
 
 namespace recheck::cli {
 
@@ -144,6 +145,16 @@ int world_size_option(const Args& args, const CheckpointImplementation& sut, con
 int jobs_option(const Args& args);
 // " --world-size N" for a replay line when the run had more than one rank; "".
 std::string world_size_argument();
+// The start of a replay line, so that it runs as printed: what a replay needs in the environment
+// ("PYTHONPATH=... ", the variants' replay_environment), then the program as it was started
+// (argv[0]: "build-py/recheck", or "recheck" when it was found on PATH).
+std::string replay_command(const CheckpointImplementation& sut, const CheckpointImplementation& oracle);
+void set_program_name(const std::string& argv0);
+// --claims (properties/properties.h ClaimChoice): unchosen when not given; a usage error naming
+// what is wrong otherwise.
+ClaimChoice claims_option(const Args& args);
+// " --claims X" for a replay line when the run chose its claims; "".
+std::string claims_argument(const ClaimChoice& claims);
 // The variant called `name` (a C++ variant, an alias, or a Python one); a usage error naming the
 // known ones otherwise.
 std::unique_ptr<CheckpointImplementation> make_variant(const std::string& name);

@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
       break;
     }
   }
+  set_program_name(argv[0]);
   int code = run_command(*command, argc, argv);
   if (code == 0 && runner::interrupted()) code = 128 + runner::interrupt_signal();
   std::cout.rdbuf(stdout_buffer);

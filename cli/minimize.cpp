@@ -41,6 +41,7 @@ CASE is a JSON case or a fuzzer input (as for `recheck repro`: --bytes, --device
                   (0: one per core). The case written is the same for every N: of the N
                   candidates the reducer would try next, the first that still shows the alarm
                   is kept, as checking them one at a time would. Default 1.
+--claims LIST     hold the sut to these of the change's claims, as `recheck run --claims` did
 --world-size N    check every candidate in a tensor-parallel group of N ranks, as the run that
                   found the case did (recheck run --world-size); not with --no-isolate
 Ctrl-C (or SIGTERM) stops at the candidate in progress and writes the smallest case so far.
@@ -52,6 +53,7 @@ int command_minimize(const Args& args) {
   const Case original = load_positional_case(args, "minimize");
   const auto sut = make_variant(args.get("sut", "clearing"));
   const auto oracle = make_variant(args.get("oracle", "nonclearing"));
+  const ClaimChoice claims = claims_option(args);
   const std::string out = args.get("out", args.positional()[0] + ".min.json");
   check_output_file(out, args.has("out") ? "--out" : "the default --out");
   const std::string& file = args.positional()[0];
@@ -75,10 +77,12 @@ int command_minimize(const Args& args) {
   for (int j = 0; j < jobs; ++j) {
     workers.push_back(std::make_unique<runner::CaseWorker>(file, original.device, *oracle, *sut, limits));
     workers.back()->hold_to_share(jobs);
+    workers.back()->hold_to_claims(claims);
   }
   runner::CaseWorker& worker = *workers.front();
   if (!isolate) runner::check_can_run(original.device, file, *oracle, *sut);
-  auto check = [&](const Case& c) { return isolate ? worker.check(c) : runner::IsolatedCheck{check_case(c, *oracle, *sut), ""}; };
+  auto check = [&](const Case& c) { return isolate ? worker.check(c) : runner::IsolatedCheck{check_case(c, *oracle, *sut, {}, EagerRun::always, claims), ""};
+  };
   const std::optional<CaseResult> first = check(original).result;
   const bool crash = !first && (property.empty() || property == kCrashProperty);
   const std::optional<FailureSignature> signature = first ? find_alarm(*first, property) : std::nullopt;
@@ -164,14 +168,15 @@ int command_minimize(const Args& args) {
             << original.leaves.size() << " -> " << smallest.leaves.size() << "\n"
             << candidates_checked << " candidates checked, " << reduce_stats.accepted << " kept, "
             << std::fixed << std::setprecision(1) << seconds << " s\n"
-            << show(smallest) << "wrote " << out << "\nreplay: recheck repro " << out << " --sut " << sut->name()
-            << (oracle->name() != "nonclearing" ? " --oracle " + oracle->name() : "") << world_size_argument() << "\n";
+            << show(smallest) << "wrote " << out << "\nreplay: " << replay_command(*sut, *oracle) << " repro " << out << " --sut "
+            << sut->name() << (oracle->name() != "nonclearing" ? " --oracle " + oracle->name() : "")
+            << claims_argument(claims) << world_size_argument() << "\n";
   if (interrupted) std::cout << "interrupted: wrote the smallest case found so far\n";
   return 0;
 }
 
 }  // namespace
 
-const Command kMinimize{"minimize", "shrink a failing case (JSON, or a fuzzer's crash file) to a small JSON case", kMinimizeHelp, {"bytes", "no-isolate"}, {"sut", "oracle", "property", "out", "limits", "device", "world-size", "jobs"}, command_minimize, false};
+const Command kMinimize{"minimize", "shrink a failing case (JSON, or a fuzzer's crash file) to a small JSON case", kMinimizeHelp, {"bytes", "no-isolate"}, {"sut", "oracle", "claims", "property", "out", "limits", "device", "world-size", "jobs"}, command_minimize, false};
 
 }  // namespace recheck::cli

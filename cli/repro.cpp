@@ -31,6 +31,8 @@ text starts with '{', is read as JSON; any other is read as fuzzer bytes; --byte
 --no-isolate      check in this process (for a debugger); by default the case is checked in a
                   child process, so that a case crashing a variant is reported as
                   runs-to-completion crash (exit code 1), as `recheck run` reports it
+--claims LIST     hold the sut to these of the change's claims, as `recheck run --claims` did
+                  (its replay lines say so)
 --world-size N    check it in a tensor-parallel group of N ranks, as `recheck run --world-size N`
                   did (its replay lines say so); each rank a child process
 )";
@@ -40,6 +42,7 @@ int command_repro(const Args& args) {
   const Case c = load_positional_case(args, "repro");
   const auto sut = make_variant(args.get("sut", "clearing"));
   const auto oracle = make_variant(args.get("oracle", "nonclearing"));
+  const ClaimChoice claims = claims_option(args);
   const std::string& file = args.positional()[0];
   if (world_size_option(args, *sut, *oracle, c.device) > 1 && args.flag("no-isolate")) {
     throw UsageError("--world-size above 1 checks the case in child processes, one per rank: not with --no-isolate");
@@ -49,7 +52,7 @@ int command_repro(const Args& args) {
   if (args.flag("no-isolate")) {
     runner::check_can_run(c.device, file, *oracle, *sut);
   } else {
-    isolated = runner::check_isolated(c, file, *oracle, *sut, limits_of(args));
+    isolated = runner::check_isolated(c, file, *oracle, *sut, limits_of(args), claims);
   }
   std::cout << show(c);
   if (!c.note.empty()) std::cout << "note: " << c.note << "\n";
@@ -62,7 +65,7 @@ int command_repro(const Args& args) {
   };
   CaseResult result;
   if (!isolated) {
-    result = check_case(c, *oracle, *sut);
+    result = check_case(c, *oracle, *sut, {}, EagerRun::always, claims);
   } else {
     if (!isolated->result) {
       std::cout << std::left << std::setw(21) << kCrashProperty << kCrash << ": " << isolated->crash << "\n";
@@ -87,6 +90,6 @@ int command_repro(const Args& args) {
 
 }  // namespace
 
-const Command kRepro{"repro", "replay one case file and print each property's verdict and evidence", kReproHelp, {"bytes", "no-isolate"}, {"sut", "oracle", "json", "limits", "device", "world-size"}, command_repro, false};
+const Command kRepro{"repro", "replay one case file and print each property's verdict and evidence", kReproHelp, {"bytes", "no-isolate"}, {"sut", "oracle", "claims", "json", "limits", "device", "world-size"}, command_repro, false};
 
 }  // namespace recheck::cli

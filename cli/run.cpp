@@ -33,6 +33,12 @@ every property and classifies it: pass, regression, pre-existing, fixed, diverge
 options:
   --sut NAME        variant under test (default: clearing)
   --oracle NAME     reference variant (default: nonclearing)
+  --claims LIST     which of the change's claims to hold the sut to: none, clearing (the
+                    clearing change's: grad-released, memory-floor, no-extra-allocations), or
+                    some of those names joined by commas. Each claim named is judged on the sut
+                    alone (pass or regression); the others are not checked, and the report says
+                    so. Default: the sut's own (a C++ variant and python-change: make every
+                    claim; python: is held to what the oracle does; torch-py makes none)
   --seed N          first draw seed; case i uses seed N+i (default: random, printed)
   --cases N         number of cases to check
   --seconds S       time budget (default 60 when --cases is not given)
@@ -73,6 +79,7 @@ int command_run(const Args& args) {
   const std::string oracle_name = args.get("oracle", "nonclearing");
   const std::unique_ptr<CheckpointImplementation> sut = make_variant(sut_name);
   const std::unique_ptr<CheckpointImplementation> oracle = make_variant(oracle_name);
+  const ClaimChoice claims = claims_option(args);
   // What importing the variants' code logged here (taken, so that no worker inherits it).
   LoggedCounts logged = take_logged();
   GenOptions gen;
@@ -128,17 +135,16 @@ int command_run(const Args& args) {
     code_note += std::string(" | ") + role + " code: " + described;
     for (const auto& [name, value] : pairs) provenance[role][name] = value;
   }
-  // What a replay needs set ("PYTHONPATH=... "), before the command.
-  std::string replay_environment;
-  for (const CheckpointImplementation* variant : {sut.get(), oracle.get()}) {
-    const std::string environment = variant->replay_environment();
-    if (!environment.empty() && replay_environment.find(environment) == std::string::npos) {
-      replay_environment += environment + " ";
-    }
+  const std::map<std::string, std::string> not_checked = properties_not_checked(*oracle, *sut, claims);
+  if (claims.chosen) {
+    std::cerr << "  claims held: " << (claims.held.empty() ? "none" : describe_claims(claims)) << "\n";
   }
+  // The environment a replay needs ("PYTHONPATH=... ") and this program, as started.
+  const std::string replay = replay_command(*sut, *oracle);
 
   runner::stop_on_interrupt();
   Summary summary;
+  for (const auto& [property, reason] : not_checked) summary.not_checked(property, reason);
   json findings = json::array();
   std::map<std::string, int> written_per_kind;
   constexpr int kPreExistingFilesPerProperty = 5;
@@ -169,8 +175,8 @@ int command_run(const Args& args) {
       if (alarm) {
         std::cerr << classification << ": " << property << " in case " << index << " (draw seed " << draw_seed
                   << ")\n    sut: " << sut_text << "\n    oracle: " << oracle_text << "\n    replay: "
-                  << replay_environment << "recheck repro "
-                  << file << " --sut " << sut->name() << " --oracle " << oracle->name() << world_size_argument() << "\n";
+                  << replay << " repro " << file << " --sut " << sut->name() << " --oracle " << oracle->name()
+                  << claims_argument(claims) << world_size_argument() << "\n";
       }
     }
     findings.push_back(std::move(finding));
@@ -202,7 +208,8 @@ int command_run(const Args& args) {
     // Set where the cases run (the worker), so this process keeps clear of torch's thread pools.
     if (threads > 0 && !threads_set) at::set_num_threads(static_cast<int>(threads));
     threads_set = true;
-    return check_case(draw_case(gen, seed + static_cast<uint64_t>(index)), *oracle, *sut, run_options);
+    return check_case(draw_case(gen, seed + static_cast<uint64_t>(index)), *oracle, *sut, run_options, EagerRun::always,
+                      claims);
   };
   // With more than one rank, the other ranks check each case alongside (runner/ranks.h).
   runner::RankPeers peers;
@@ -304,6 +311,13 @@ int command_run(const Args& args) {
                    {"summary", summary.to_json()},
                    {"findings", findings}};
     if (!provenance.empty()) report["provenance"] = provenance;
+    if (claims.chosen) {
+      json not_held = json::array();
+      for (const std::string& name : claim_names()) {
+        if (claims.held.count(name) == 0) not_held.push_back(name);
+      }
+      report["claims"] = {{"held", json(claims.held)}, {"not_held", not_held}};
+    }
     if (!logged.empty()) report["logged"] = logged;
     if (args.has("json")) write_json_report(args.get("json", "-"), report);
     if (args.has("junit")) write_file_atomically(args.get("junit", ""), junit_xml(report));
@@ -314,6 +328,6 @@ int command_run(const Args& args) {
 
 }  // namespace
 
-const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate"}, {"sut", "oracle", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "junit", "threads", "cpu-memory-budget", "world-size", "jobs"}, command_run, false};
+const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate"}, {"sut", "oracle", "claims", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "junit", "threads", "cpu-memory-budget", "world-size", "jobs"}, command_run, false};
 
 }  // namespace recheck::cli

@@ -442,6 +442,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
   // frees them is credited (core/memory.h).
   memory::begin_run(/*measured=*/options.measure_memory || options.cpu_memory_budget > 0);
   rng::reset_all(c.seed);
+  obs.tracker_seeded = harness_snapshot().tracker;
   implementation.reset_checkpointing_flag();
   compat::set_autocast_states(compat::default_autocast_states());  // what a leak of an earlier run left
 
@@ -485,6 +486,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
     IterationRecord record;
     const char* phase = "forward";
     rng::Snapshot phase_start = harness_snapshot();
+    const int64_t ops_before = obs.op_executions;
     const bool timeline = measure && !on_cuda && options.record_timeline && iteration + 1 == c.iterations;
     if (measure) reset_peak();
     if (timeline) probe->start_timeline();
@@ -508,7 +510,8 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
       if (timeline) obs.timeline = probe->stop_timeline();
       // The state the error left, as the caller finds it once the exception reached it: the
       // outputs and the graph are gone (they lived in the block the exception left).
-      record.error = ErrorRecord{iteration, phase, describe_current_exception(), harness_snapshot(), std::move(phase_start)};
+      record.error = ErrorRecord{iteration, phase, describe_current_exception(), harness_snapshot(), std::move(phase_start),
+                                 obs.op_executions - ops_before};
       if (!obs.error) obs.error = record.error;
       record.outputs.clear();
       record.loss = at::Tensor();

@@ -43,6 +43,10 @@ struct ErrorRecord {
   RaisedError error;
   rng::Snapshot rng;  // the states when the error reached the caller
   rng::Snapshot rng_at_phase_start;  // the states when forward or backward began
+  // How far the iteration got: the ops it had completed (forward's, and recomputations') when
+  // the error reached the caller. Two runs of one case that raise different errors in the same
+  // phase: the one with more ops completed raised at a point the other never reached.
+  int64_t ops_completed = 0;
 };
 
 // One iteration of a run: what it computed, and the state it left. An iteration that raised
@@ -90,6 +94,10 @@ struct Observations {
   // error (the default) has no record after it, one that goes on after errors
   // (Case::continue_after_error) has one for each.
   std::vector<IterationRecord> iterations;
+  // The tracker's states as the implementation's own seeding left them, before the first
+  // iteration: the reference for a state it adds that eager mode's tracker does not keep
+  // (rng-restored judges a tracker by what its states do, not by the port's list of names).
+  std::map<std::string, std::vector<uint8_t>> tracker_seeded;
   std::optional<ErrorRecord> error;  // the first error (also in its iteration's record)
   std::vector<SegmentCall> segment_calls;
   int64_t op_executions = 0;

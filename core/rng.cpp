@@ -251,7 +251,7 @@ Snapshot snapshot() {
   s.cpu = generator_bytes(cpu_generator());
   s.device = generator_bytes(device_generator());
   if (g_tracker_hooks != nullptr) {
-    g_tracker_hooks->read(s.tracker, s.tracker_current);
+    g_tracker_hooks->read(s);
     return s;
   }
   const CudaRNGStatesTracker& tracker = get_cuda_rng_tracker();

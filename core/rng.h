@@ -99,9 +99,12 @@ struct Snapshot {
   std::vector<uint8_t> device;
   std::map<std::string, std::vector<uint8_t>> tracker;
   std::string tracker_current;
+  // False for a tracker that keeps no current state name (Megatron before 2026-01: its fork
+  // has none to report); the name is then compared nowhere.
+  bool tracker_current_known = true;
   friend bool operator==(const Snapshot& a, const Snapshot& b) {
     return a.cpu == b.cpu && a.device == b.device && a.tracker == b.tracker &&
-           a.tracker_current == b.tracker_current;
+           a.tracker_current == b.tracker_current && a.tracker_current_known == b.tracker_current_known;
   }
   friend bool operator!=(const Snapshot& a, const Snapshot& b) { return !(a == b); }
 };
@@ -115,10 +118,11 @@ std::vector<uint8_t> state_bytes(const at::Tensor& state);
 
 // Another tracker in place of recheck's own while a run uses it: a Python variant's Megatron
 // CudaRNGStatesTracker. The case's tracker draws and fork ops go through `fork`, snapshots read
-// `read`, and reset_all seeds it with `seed` (Megatron's model_parallel_cuda_manual_seed).
+// `read` (its states, and its current state name where it keeps one), and reset_all seeds it
+// with `seed` (Megatron's model_parallel_cuda_manual_seed).
 struct TrackerHooks {
   std::function<void(const std::string& name, const std::function<void()>& body)> fork;
-  std::function<void(std::map<std::string, std::vector<uint8_t>>& states, std::string& current)> read;
+  std::function<void(Snapshot& snapshot)> read;
   std::function<void(uint64_t seed)> seed;
 };
 

@@ -61,7 +61,8 @@ def rng_snapshot():
         t = megatron_random.get_cuda_rng_tracker()
         for name, state in t.states_.items():
             snap[f"tracker state '{name}'"] = state_bytes(state)
-        snap["tracker current state"] = t._current_state_name
+        # Megatron before 2026-01 keeps no current state name: compared where there is one.
+        snap["tracker current state"] = getattr(t, "_current_state_name", None)
     return snap
 
 

@@ -58,6 +58,10 @@ std::string junit_xml(const nlohmann::json& report) {
                    << "\n";
     }
     cases << "  <testcase classname=\"recheck\" name=\"" << escaped(property) << "\">\n";
+    const nlohmann::json row = report.at("summary").value(property, nlohmann::json::object());
+    if (row.contains("not_checked")) {
+      cases << "    <skipped message=\"" << escaped(row.at("not_checked").get<std::string>()) << "\"/>\n";
+    }
     if (alarms > 0) {
       ++failures;
       cases << "    <failure message=\"" << alarms << " regression, divergence or crash finding"
@@ -74,6 +78,9 @@ std::string junit_xml(const nlohmann::json& report) {
       << "    <property name=\"cases\" value=\"" << report.value("cases", int64_t{0}) << "\"/>\n"
       << "    <property name=\"interrupted\" value=\"" << (report.value("interrupted", false) ? "true" : "false")
       << "\"/>\n"
+      << (report.contains("claims") ? "    <property name=\"claims held\" value=\"" +
+                                          escaped(report.at("claims").at("held").dump()) + "\"/>\n"
+                                    : std::string())
       << "  </properties>\n"
       << cases.str() << "</testsuite>\n";
   return xml.str();

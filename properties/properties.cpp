@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdlib>
 #include <iterator>
+#include <stdexcept>
 
 namespace recheck {
 
@@ -95,6 +96,9 @@ Classification classify(const Property& property, const Verdict& oracle, const V
 }
 
 namespace {
+
+// What errors-match adds to an error that left the RNG states other than backward found them.
+const char* const kRngNotRestored = "; RNG not restored when the error reached the caller: ";
 
 std::string at_iteration(size_t i) { return "iteration " + std::to_string(i); }
 std::string leaf(size_t i) { return "leaf v" + std::to_string(i); }
@@ -242,20 +246,38 @@ Verdict grads_match_eager(const Observations& subject, const Runs& runs) {
   return Verdict::pass();
 }
 
-std::string rng_difference(const rng::Snapshot& s, const rng::Snapshot& e) {
+// Where the states `s` differ from `e`'s, "" when they do not. `seeded`: the tracker states the
+// subject's own seeding made (Observations::tracker_seeded), when `s` is a run's and `e` eager
+// mode's. The tracker is then judged on what the subject's seeding made: a state eager mode's
+// tracker does not keep (a pull request adds one) must still hold its seeded value, since no case
+// draws from it; a state eager mode keeps that the subject's seeding never made is not compared
+// (the case's draws from it meet an error instead, errors-match's). Without `seeded`, the names
+// must be the same on both sides.
+std::string rng_difference(const rng::Snapshot& s, const rng::Snapshot& e,
+                           const std::map<std::string, std::vector<uint8_t>>* seeded = nullptr) {
   std::string parts;
   auto add = [&](const std::string& part) { parts += (parts.empty() ? "" : ", ") + part; };
   if (s.cpu != e.cpu) add("CPU generator");
   if (s.device != e.device) add("device generator");
   for (const auto& [name, state] : e.tracker) {
+    if (seeded != nullptr && seeded->count(name) == 0 && s.tracker.count(name) == 0) continue;
     auto it = s.tracker.find(name);
     if (it == s.tracker.end()) add("tracker state '" + name + "' missing");
     else if (it->second != state) add("tracker state '" + name + "'");
   }
   for (const auto& [name, state] : s.tracker) {
-    if (e.tracker.count(name) == 0) add("tracker state '" + name + "' unexpected");
+    if (e.tracker.count(name) != 0) continue;
+    const auto own = seeded != nullptr ? seeded->find(name) : std::map<std::string, std::vector<uint8_t>>::const_iterator();
+    if (seeded == nullptr || own == seeded->end()) add("tracker state '" + name + "' unexpected");
+    else if (own->second != state) add("tracker state '" + name + "' (its own, not drawn from by the case) changed since seeding");
   }
-  if (s.tracker_current != e.tracker_current) {
+  if (seeded != nullptr) {
+    for (const auto& [name, state] : *seeded) {
+      if (e.tracker.count(name) == 0 && s.tracker.count(name) == 0) add("tracker state '" + name + "' missing");
+    }
+  }
+  // A tracker that keeps no current state name (Megatron before 2026-01) is compared without it.
+  if (s.tracker_current_known && e.tracker_current_known && s.tracker_current != e.tracker_current) {
     add("tracker current state '" + s.tracker_current + "' vs '" + e.tracker_current + "'");
   }
   return parts;
@@ -266,7 +288,8 @@ Verdict rng_restored(const Observations& subject, const Runs& runs) {
   const Observations& eager = runs.eager;
   for (size_t i = 0; i < common_iterations(subject, eager); ++i) {
     if (!completed(subject.iterations[i], eager.iterations[i])) continue;
-    const std::string differs = rng_difference(subject.iterations[i].rng, eager.iterations[i].rng);
+    const std::string differs =
+        rng_difference(subject.iterations[i].rng, eager.iterations[i].rng, &subject.tracker_seeded);
     if (!differs.empty()) return Verdict::fail_in(i, "after " + at_iteration(i), std::nullopt, "differs from eager: " + differs);
   }
   return Verdict::pass();
@@ -288,13 +311,14 @@ std::optional<ErrorRecord> first_error_from(const Observations& run, size_t from
 
 // Two errors (or none) at the point the runs part or meet: eager mode's type and message, at the
 // same iteration, leaving eager mode's RNG states. `parted`: the iteration they are judged at.
-Verdict compare_errors(const std::optional<ErrorRecord>& s, const std::optional<ErrorRecord>& e, size_t parted) {
+Verdict compare_errors(const std::optional<ErrorRecord>& s, const std::optional<ErrorRecord>& e, size_t parted,
+                       const std::map<std::string, std::vector<uint8_t>>& seeded) {
   // Backward draws no random numbers in eager mode, so an error raised in backward (a failing
   // recomputation) must reach the caller with the states backward began with.
   std::string unrestored;
   if (s && s->phase == "backward") {
     const std::string differs = rng_difference(s->rng, s->rng_at_phase_start);
-    if (!differs.empty()) unrestored = "; RNG not restored when the error reached the caller: " + differs;
+    if (!differs.empty()) unrestored = kRngNotRestored + differs;
   }
   auto fail = [&](std::string where, std::string detail) {
     Verdict v = Verdict::fail_in(parted, std::move(where), std::nullopt, std::move(detail));
@@ -304,7 +328,7 @@ Verdict compare_errors(const std::optional<ErrorRecord>& s, const std::optional<
   if (!s || !e || !(s->error == e->error) || s->iteration != e->iteration) {
     return fail("error", describe_error(s) + " | eager: " + describe_error(e) + unrestored);
   }
-  const std::string differs = rng_difference(s->rng, e->rng);
+  const std::string differs = rng_difference(s->rng, e->rng, &seeded);
   if (!differs.empty()) return fail("RNG after the error", "differs from eager: " + differs);
   if (!unrestored.empty()) return fail("error", describe_error(s) + unrestored);
   return Verdict::pass();
@@ -318,7 +342,7 @@ Verdict errors_match(const Observations& subject, const Runs& runs) {
     if (!subject.error && !eager.error) return Verdict::pass();
     const size_t parted = static_cast<size_t>(
         std::min(subject.error ? subject.error->iteration : INT_MAX, eager.error ? eager.error->iteration : INT_MAX));
-    return compare_errors(subject.error, eager.error, parted);
+    return compare_errors(subject.error, eager.error, parted, subject.tracker_seeded);
   }
   for (size_t i = 0; i < common_iterations(subject, eager); ++i) {
     const IterationRecord& s = subject.iterations[i];
@@ -327,7 +351,7 @@ Verdict errors_match(const Observations& subject, const Runs& runs) {
     // Where they part, each side is described by its next error: one that stopped its run later
     // is named as the run raised it.
     const Verdict v = compare_errors(s.error ? s.error : first_error_from(subject, i),
-                                     e.error ? e.error : first_error_from(eager, i), i);
+                                     e.error ? e.error : first_error_from(eager, i), i, subject.tracker_seeded);
     if (!v.holds) return v;
   }
   return Verdict::pass();
@@ -511,50 +535,148 @@ bool same_error(const ErrorRecord& x, const ErrorRecord& y) {
          same_rng(x.rng_at_phase_start, y.rng_at_phase_start);
 }
 
+// The properties that compare the subject with eager mode which the sut holds and the oracle
+// fails: where the sut fixes the oracle's function, as eager autograd judges. Their names, joined.
+std::string fixed_against_eager(const std::vector<PropertyResult>& results) {
+  std::string names;
+  for (const PropertyResult& r : results) {
+    const Property* p = find_property(r.property);
+    if (p == nullptr || !p->reads_eager || r.classification != Classification::fixed) continue;
+    names += (names.empty() ? "" : ", ") + r.property;
+  }
+  return names;
+}
+
+// Where both runs fail a property and eager mode says the sut is the nearer of the two, the pair
+// is not compared by the difference of their evidence (NOTE [ The oracle is no reference ]):
+//  - errors-match: both raised the same error at the same point, and only the oracle's left the
+//    RNG states unrestored: the sut fixed that part, `fixed`.
+//  - grads-bitwise: the oracle's gradients are not eager mode's (it fails grads-match-eager), so
+//    they are no reference for the sut's bits; grads-match-eager judges the two against eager
+//    mode instead, and grads-bitwise is `pre-existing`.
+//  - errors-match: both raised errors eager mode did not, different ones, in the same iteration,
+//    the sut after more of it than the oracle (a later phase, or more ops completed): the sut
+//    got past the oracle's error and raised at a point the oracle never reached, `unreached`.
+//    Raised earlier, or at the same point, the pair stays divergent.
+//  - grads-bitwise, grads-match-eager: both runs' outputs or loss already differ from eager mode's
+//    the same way (outputs-bitwise pre-existing) in this iteration or before: their gradients are
+//    those of another loss than eager mode's, `pre-existing` (a mistake that loses a gradient
+//    can otherwise match eager mode's missing one by chance, and its fix look like a regression).
+//  - recompute-fidelity: the sut holds the checkpoint call where the oracle first fails and fails
+//    a later one: the oracle, judged from that later call on, fails it the same way
+//    (`pre-existing`: the sut fixed the first and shares the second) or not (divergent, as ever).
+void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& results, const Observations& oracle,
+                                              const Observations& sut, const Runs& runs) {
+  const PropertyResult* match_eager = nullptr;
+  const PropertyResult* outputs = nullptr;
+  for (const PropertyResult& r : results) {
+    if (r.property == "grads-match-eager") match_eager = &r;
+    if (r.property == "outputs-bitwise") outputs = &r;
+  }
+  for (PropertyResult& r : results) {
+    if (r.classification != Classification::divergent && r.classification != Classification::regression) continue;
+    if (r.property == "errors-match" && !r.oracle.holds && !r.sut.holds) {
+      const std::string oracle_text = r.oracle.describe();
+      const size_t unrestored = oracle_text.find(kRngNotRestored);
+      if (unrestored != std::string::npos && r.sut.describe().find(kRngNotRestored) == std::string::npos &&
+          oracle_text.substr(0, unrestored) == r.sut.describe()) {
+        r.classification = Classification::fixed;
+        r.sut.detail += "; the same error as the oracle's, which alone left the RNG states unrestored";
+      } else if (r.classification == Classification::divergent && r.sut.iteration >= 0) {
+        const size_t parted = static_cast<size_t>(r.sut.iteration);
+        const std::optional<ErrorRecord> s = first_error_from(sut, parted);
+        const std::optional<ErrorRecord> o = first_error_from(oracle, parted);
+        const auto progress = [](const ErrorRecord& e) { return std::make_pair(e.phase == "backward", e.ops_completed); };
+        if (s && o && s->iteration == o->iteration && !(s->error == o->error) && progress(*s) > progress(*o)) {
+          r.classification = Classification::unreached;
+          r.sut.detail += "; raised after " + std::to_string(s->ops_completed) + " ops of iteration " +
+                          std::to_string(s->iteration) + " " + s->phase + ", past the oracle's error (after " +
+                          std::to_string(o->ops_completed) + " ops, " + o->phase + "): a point the oracle never reached";
+        }
+      }
+    } else if (r.property == "recompute-fidelity" && !r.oracle.holds && !r.sut.holds &&
+               r.sut.segment_record > r.oracle.segment_record && r.oracle.segment_record >= 0) {
+      Observations from_there = oracle;
+      for (int k = 0; k < r.sut.segment_record; ++k) from_there.segment_calls[static_cast<size_t>(k)].calls.clear();
+      if (recompute_fidelity(from_there, runs).describe() == r.sut.describe()) {
+        r.classification = Classification::pre_existing;
+        r.sut.detail += "; where the oracle first fails this run holds, and here the oracle fails the same way";
+      }
+    } else if ((r.property == "grads-bitwise" || r.property == "grads-match-eager") && outputs != nullptr &&
+               outputs->classification == Classification::pre_existing && r.sut.iteration >= outputs->sut.iteration) {
+      r.classification = Classification::pre_existing;
+      r.sut.detail += std::string(r.sut.detail.empty() ? "" : "; ") + "both runs' " + outputs->sut.where +
+                      " already differs from eager mode's, the same way: the gradients of another loss";
+    } else if (r.property == "grads-bitwise" && match_eager != nullptr && !match_eager->oracle.holds) {
+      r.classification = Classification::pre_existing;
+      r.sut.detail += std::string(r.sut.detail.empty() ? "" : "; ") +
+                      "the oracle's gradients are not eager mode's (grads-match-eager): no reference for these bits";
+    }
+  }
+}
+
 // The checks of every property, or of those that do not read the eager run when it is null.
 std::vector<PropertyResult> check_all(const Observations* eager, const Observations& oracle, const Observations& sut,
-                                      ChangeClaims claims) {
+                                      ChangeClaims claims, const ClaimChoice& choice) {
   // Without an eager run, the properties that read it are skipped, never handed this one.
   const Runs runs{eager ? *eager : oracle, oracle};
-  // Where the oracle recomputes under another autocast state than its forward ran in and the sut
-  // does not (a fix of the released function: autocast-restored), the oracle's backward ran
-  // another graph than its forward's: its gradients, allocations, errors and evidence are no
-  // reference for the sut's.
-  const bool oracle_unfaithful = !recomputes_in_forward_s_autocast_state(oracle) &&
-                                 recomputes_in_forward_s_autocast_state(sut);
   std::vector<PropertyResult> results;
   for (const Property& p : properties()) {
-    if (p.claim_of_change && claims == ChangeClaims::not_applicable) continue;
+    if (!choice.checks(p, claims)) continue;
     if (p.reads_eager && !eager) continue;
     if (p.same_code_only && oracle.code != sut.code) continue;
     PropertyResult r;
     r.property = p.name;
     r.oracle = p.check(oracle, runs);
     r.sut = p.check(sut, runs);
-    switch (claims) {
-      case ChangeClaims::made:
-        r.classification = classify(p, r.oracle, r.sut, oracle, sut);
-        break;
-      case ChangeClaims::like_oracle:
-        r.classification = classify(r.oracle, r.sut, oracle, sut);
-        break;
-      // Another function has no change to regress: what it fails is its own, pre-existing.
-      case ChangeClaims::not_applicable:
-        r.classification = r.sut.holds ? Classification::pass : Classification::pre_existing;
-        break;
-    }
-    if (oracle_unfaithful && claims != ChangeClaims::not_applicable && !r.sut.holds) {
-      // What the oracle's backward computed is no reference: a comparison with it is fixed, and
-      // where both fail, the evidence of the two cannot be told apart by its difference.
-      const bool compared = p.compares_with_oracle;
-      if (compared || r.classification == Classification::divergent) {
-        r.classification = compared ? Classification::fixed : Classification::pre_existing;
-        r.sut.detail += std::string(r.sut.detail.empty() ? "" : "; ") +
-                        "the oracle recomputes under another autocast state than its forward ran in and this run does "
-                        "not: the oracle is no reference here";
+    if (p.claim_of_change && choice.chosen) {
+      r.classification = r.sut.holds ? Classification::pass : Classification::regression;
+    } else {
+      switch (claims) {
+        case ChangeClaims::made:
+          r.classification = classify(p, r.oracle, r.sut, oracle, sut);
+          break;
+        case ChangeClaims::like_oracle:
+          r.classification = classify(r.oracle, r.sut, oracle, sut);
+          break;
+        // Another function has no change to regress: what it fails is its own, pre-existing.
+        case ChangeClaims::not_applicable:
+          r.classification = r.sut.holds ? Classification::pass : Classification::pre_existing;
+          break;
       }
     }
     results.push_back(std::move(r));
+  }
+  if (claims == ChangeClaims::not_applicable) return results;
+  if (eager) judge_by_eager_where_the_oracle_is_wrong(results, oracle, sut, runs);
+  // NOTE [ The oracle is no reference ] Where the sut fixes the oracle's function, what the
+  // oracle computed is no reference for the sut: a property that compares the sut with the
+  // oracle (its gradients, memory or allocations) and fails is `fixed`, not a regression.
+  //  1. Eager autograd judges the fix: the sut holds a property that compares with eager mode
+  //     where the oracle fails it (a pull request fixes a bug of its base).
+  //  2. The oracle recomputes under another autocast state than its forward ran in, and the sut
+  //     does not (autocast-restored): its backward ran another graph than its forward's. Where
+  //     both fail another property, their evidence cannot be told apart by its difference
+  //     either: a would-be divergent pair is pre-existing.
+  // A sut that fails a property that compares with eager mode where the oracle holds it is a
+  // regression whatever it fixed: a fix hides nothing eager autograd sees.
+  const std::string fixed = eager ? fixed_against_eager(results) : "";
+  const bool autocast_unfaithful =
+      !recomputes_in_forward_s_autocast_state(oracle) && recomputes_in_forward_s_autocast_state(sut);
+  if (fixed.empty() && !autocast_unfaithful) return results;
+  const std::string why =
+      autocast_unfaithful
+          ? "the oracle recomputes under another autocast state than its forward ran in and this run does not: the "
+            "oracle is no reference here"
+          : "this run holds " + fixed + " where the oracle fails it, as eager mode judges: the oracle is no reference here";
+  for (PropertyResult& r : results) {
+    if (r.sut.holds) continue;
+    const Property* p = find_property(r.property);
+    const bool compared = p->compares_with_oracle;
+    const bool divergent = autocast_unfaithful && r.classification == Classification::divergent;
+    if (!compared && !divergent) continue;
+    r.classification = compared ? Classification::fixed : Classification::pre_existing;
+    r.sut.detail += std::string(r.sut.detail.empty() ? "" : "; ") + why;
   }
   return results;
 }
@@ -579,13 +701,64 @@ bool agree_for_eager(const Observations& a, const Observations& b) {
 }
 
 std::vector<PropertyResult> check_properties(const Observations& eager, const Observations& oracle,
-                                             const Observations& sut, ChangeClaims claims) {
-  return check_all(&eager, oracle, sut, claims);
+                                             const Observations& sut, ChangeClaims claims, const ClaimChoice& choice) {
+  return check_all(&eager, oracle, sut, claims, choice);
 }
 
 std::vector<PropertyResult> check_properties_without_eager(const Observations& oracle, const Observations& sut,
-                                                           ChangeClaims claims) {
-  return check_all(nullptr, oracle, sut, claims);
+                                                           ChangeClaims claims, const ClaimChoice& choice) {
+  return check_all(nullptr, oracle, sut, claims, choice);
+}
+
+bool ClaimChoice::checks(const Property& property, ChangeClaims claims) const {
+  if (!property.claim_of_change) return true;
+  if (chosen) return held.count(property.name) != 0;
+  return claims != ChangeClaims::not_applicable;
+}
+
+std::vector<std::string> claim_names() {
+  std::vector<std::string> names;
+  for (const Property& p : properties()) {
+    if (p.claim_of_change) names.emplace_back(p.name);
+  }
+  return names;
+}
+
+ClaimChoice parse_claims(const std::string& text) {
+  ClaimChoice choice;
+  choice.chosen = true;
+  if (text == "none") return choice;
+  const std::vector<std::string> known = claim_names();
+  if (text == "clearing") {
+    choice.held.insert(known.begin(), known.end());
+    return choice;
+  }
+  std::string listed;
+  for (const std::string& name : known) listed += (listed.empty() ? "" : ", ") + name;
+  size_t from = 0;
+  while (from <= text.size()) {
+    const size_t comma = std::min(text.find(',', from), text.size());
+    const std::string name = text.substr(from, comma - from);
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      throw std::invalid_argument("--claims: no claim '" + name + "'; expected none, clearing (every claim: " + listed +
+                                  "), or some of those names joined by commas");
+    }
+    choice.held.insert(name);
+    from = comma + 1;
+  }
+  return choice;
+}
+
+std::string describe_claims(const ClaimChoice& choice) {
+  if (!choice.chosen) return "";
+  if (choice.held.empty()) return "none";
+  const std::vector<std::string> known = claim_names();
+  if (choice.held.size() == known.size()) return "clearing";
+  std::string text;
+  for (const std::string& name : known) {  // in the properties' order, whatever order they were given in
+    if (choice.held.count(name) != 0) text += (text.empty() ? "" : ",") + name;
+  }
+  return text;
 }
 
 }  // namespace recheck

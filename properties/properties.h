@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -102,10 +103,31 @@ struct PropertyResult {
   Classification classification = Classification::pass;
 };
 
+// Which of the change's claims (the properties marked claim_of_change) a run holds the sut to.
+// Unchosen, the sut's own ChangeClaims say (the clearing change and its C++ variants: every
+// claim; released Megatron code: as the oracle fares; another function: none). Chosen (recheck
+// run --claims), the claims named are held, each judged on the sut alone (pass or regression),
+// and the others are not checked at all: a pull request that makes no claim about memory is held
+// to no worse than the base and eager mode, nothing beyond.
+struct ClaimChoice {
+  bool chosen = false;
+  std::set<std::string> held;
+  // Whether the property named is checked under this choice and claims.
+  bool checks(const Property& property, ChangeClaims claims) const;
+};
+// The claims every property marked claim_of_change makes, in the properties' order.
+std::vector<std::string> claim_names();
+// "none", "clearing" (the clearing change's claims: every claim), or claim names joined by
+// commas; throws std::invalid_argument naming the claim it does not know and the ones it does.
+ClaimChoice parse_claims(const std::string& text);
+// The choice as --claims takes it back: "none", "clearing", or the names; "" when unchosen.
+std::string describe_claims(const ClaimChoice& choice);
+
 // `claims` says how the change's claims apply to the sut (suts/checkpoint.h); not applicable,
-// they are left out of the results.
+// they are left out of the results, and so are those `choice` does not hold.
 std::vector<PropertyResult> check_properties(const Observations& eager, const Observations& oracle,
-                                             const Observations& sut, ChangeClaims claims = ChangeClaims::made);
+                                             const Observations& sut, ChangeClaims claims = ChangeClaims::made,
+                                             const ClaimChoice& choice = {});
 
 // Whether two runs observed the same in everything a property compares with the eager run: the
 // iterations completed, the outputs and the loss, the leaves' .grad and data, the RNG states,
@@ -115,7 +137,8 @@ bool agree_for_eager(const Observations& a, const Observations& b);
 // check_properties without the eager run, for an oracle and a sut that agree_for_eager: the
 // properties that read it are left out of the results (each would be pass or pre-existing).
 std::vector<PropertyResult> check_properties_without_eager(const Observations& oracle, const Observations& sut,
-                                                           ChangeClaims claims = ChangeClaims::made);
+                                                           ChangeClaims claims = ChangeClaims::made,
+                                                           const ClaimChoice& choice = {});
 
 // Whether every recomputation in `run` started in the autocast state its forward call started in.
 bool recomputes_in_forward_s_autocast_state(const Observations& run);

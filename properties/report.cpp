@@ -28,7 +28,7 @@ bool CaseResult::all_pass() const {
 }
 
 CaseResult check_case(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut,
-                      const RunOptions& options, EagerRun eager_run) {
+                      const RunOptions& options, EagerRun eager_run, const ClaimChoice& claims) {
   EagerExecution eager;
   // No property reads the eager run's memory or its checkpoint bodies' calls (only the oracle's
   // and the sut's): it runs without the probe (unless a CPU budget needs one) and without
@@ -57,8 +57,8 @@ CaseResult check_case(const Case& c, CheckpointImplementation& oracle, Checkpoin
       }
     }
     result.results = eager_observed
-                         ? check_properties(*eager_observed, oracle_observed, sut_observed, sut.change_claims())
-                         : check_properties_without_eager(oracle_observed, sut_observed, sut.change_claims());
+                         ? check_properties(*eager_observed, oracle_observed, sut_observed, sut.change_claims(), claims)
+                         : check_properties_without_eager(oracle_observed, sut_observed, sut.change_claims(), claims);
     return result;
   };
   CaseResult result = result_of();
@@ -152,6 +152,10 @@ std::string Summary::table() const {
   for (const Property& p : properties()) {
     auto it = counts_.find(p.name);
     out << std::left << std::setw(20) << p.name;
+    if (const auto skip = not_checked_.find(p.name); skip != not_checked_.end()) {
+      out << " not checked: " << skip->second << "\n";
+      continue;
+    }
     for (size_t c = 0; c < kClassificationCount; ++c) {
       out << std::right << std::setw(13) << (it == counts_.end() ? 0 : it->second[c]);
     }
@@ -168,9 +172,25 @@ nlohmann::json Summary::to_json() const {
     for (size_t c = 0; c < kClassificationCount; ++c) {
       row[to_string(static_cast<Classification>(c))] = it == counts_.end() ? 0 : it->second[c];
     }
+    if (const auto skip = not_checked_.find(p.name); skip != not_checked_.end()) row["not_checked"] = skip->second;
     j[p.name] = row;
   }
   return j;
+}
+
+std::map<std::string, std::string> properties_not_checked(const CheckpointImplementation& oracle,
+                                                         const CheckpointImplementation& sut, const ClaimChoice& claims) {
+  std::map<std::string, std::string> reasons;
+  for (const Property& p : properties()) {
+    if (!claims.checks(p, sut.change_claims())) {
+      reasons[p.name] = claims.chosen ? "not a claim this run holds (--claims " + describe_claims(claims) + ")"
+                                      : "a claim of the change, which " + sut.name() + " does not make";
+    } else if (p.same_code_only && oracle.code() != sut.code()) {
+      reasons[p.name] = "allocations are compared only between runs of the same code: the sut runs " + sut.code() +
+                        ", the oracle " + oracle.code();
+    }
+  }
+  return reasons;
 }
 
 }  // namespace recheck

@@ -38,8 +38,10 @@ struct CaseResult {
 // `recheck repro` prints.
 enum class EagerRun { always, when_needed };
 
+// `claims`: which of the change's claims the sut is held to (properties/properties.h).
 CaseResult check_case(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut,
-                      const RunOptions& options = {}, EagerRun eager_run = EagerRun::always);
+                      const RunOptions& options = {}, EagerRun eager_run = EagerRun::always,
+                      const ClaimChoice& claims = {});
 
 // Hunting a mutant: generated cases from `first_seed` on (case i uses draw seed first_seed + i)
 // until one shows a regression or a divergence, or the budget is spent.
@@ -77,13 +79,22 @@ class Summary {
   nlohmann::json to_json() const;
   // What the code under test logged over all the cases added.
   const LoggedCounts& logged() const { return logged_; }
+  // A property this run does not check at all, and why: its row in the table and the JSON says
+  // so instead of a row of zeros that reads like "checked, always passed".
+  void not_checked(const std::string& property, std::string reason) { not_checked_[property] = std::move(reason); }
 
  private:
   int64_t cases_ = 0;
   int64_t skipped_ = 0;
   LoggedCounts logged_;
   std::map<std::string, std::array<int64_t, kClassificationCount>> counts_;
+  std::map<std::string, std::string> not_checked_;
 };
+
+// The properties a run of `sut` against `oracle` under `claims` leaves out whatever its cases,
+// with the reason for each: the claims not held, allocations between different code.
+std::map<std::string, std::string> properties_not_checked(const CheckpointImplementation& oracle,
+                                                         const CheckpointImplementation& sut, const ClaimChoice& claims);
 
 // The end of a run's report: how many messages the code under test logged, and each message with
 // its count; "" when none.

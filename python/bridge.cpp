@@ -255,11 +255,15 @@ class PythonCheckpoint : public CheckpointImplementation {
     }
     if (has_tracker_) {
       hooks_.fork = [this](const std::string& state, const std::function<void()>& body) { fork(state, body); };
-      hooks_.read = [this](std::map<std::string, std::vector<uint8_t>>& states, std::string& current) {
+      hooks_.read = [this](rng::Snapshot& snapshot) {
         py::gil_scoped_acquire gil;
         py::tuple read = Interpreter::get().bridge().attr("tracker_read")(module_);
-        for (auto [name, state] : py::dict(read[0])) states[py::str(name)] = rng::state_bytes(unpack(state, "tracker state"));
-        current = py::str(read[1]);
+        for (auto [name, state] : py::dict(read[0])) {
+          snapshot.tracker[py::str(name)] = rng::state_bytes(unpack(state, "tracker state"));
+        }
+        // None: a Megatron whose tracker keeps no current state name (before 2026-01).
+        snapshot.tracker_current_known = !read[1].is_none();
+        snapshot.tracker_current = snapshot.tracker_current_known ? std::string(py::str(read[1])) : "";
       };
       hooks_.seed = [this](uint64_t seed) {
         py::gil_scoped_acquire gil;

@@ -23,10 +23,24 @@ def _count_warning(message, category, filename, lineno, file=None, line=None):
     _recheck.count_logged(f"{category.__name__} ({os.path.basename(filename)}:{lineno}): {message}")
 
 
+_counted_loggers = set()
+
+
+def count_logs_of(package):
+    """Counts the records of the logger named after a top-level package (and of its children,
+    which Megatron's getLogger(__name__) makes) instead of letting them print. Megatron's is
+    counted from the start; the code under another top-level name (a file outside any package
+    is its own top level, recheck_file_N) gets its own before it is imported."""
+    if package in _counted_loggers:
+        return
+    logger = logging.getLogger(package)
+    logger.addHandler(_Counted())
+    logger.propagate = False
+    _counted_loggers.add(package)
+
+
 def _count_what_python_logs():
-    megatron = logging.getLogger("megatron")
-    megatron.addHandler(_Counted())
-    megatron.propagate = False
+    count_logs_of("megatron")
     # Every warning a case's Python code raises is counted, not only the first from each place.
     warnings.showwarning = _count_warning
     warnings.simplefilter("always")
@@ -58,29 +72,156 @@ def use_cpu_device_shim(enabled):
         setattr(owner, name, shim[name] if enabled else _original_cuda[(owner, name)])
 
 
+# Megatron's own device RNG helpers, each replaced on CPU by one that reaches the stand-in.
+# Megatron before d41666d199 (2025-02-05, megatron-core 0.11) has _set_cuda_rng_state only, and
+# reads the state with torch.cuda's (use_cpu_device_shim). Its setter queues the change with
+# torch.cuda._lazy_call, which without a GPU never runs: left unshimmed, no fork would restore
+# the device state and no recomputation would draw the forward's numbers.
+_MEGATRON_RNG_SHIMS = {
+    "_get_cuda_rng_state": lambda device="cuda", clone=False, graph_safe=False: _recheck.device_get_state(),
+    "_set_cuda_rng_state": lambda new_state, device=-1, graph_safe=False: _recheck.device_set_state(new_state),
+}
 _original_module = {}
 
 
 def use_megatron_shim(module, enabled):
-    """Megatron's _get_cuda_rng_state / _set_cuda_rng_state, on CPU, go to the stand-in."""
-    if not hasattr(module, "_get_cuda_rng_state"):
-        return
-    key = module.__name__
-    if key not in _original_module:
-        _original_module[key] = (module._get_cuda_rng_state, module._set_cuda_rng_state)
-    if enabled:
-        module._get_cuda_rng_state = lambda device="cuda", clone=False, graph_safe=False: _recheck.device_get_state()
-        module._set_cuda_rng_state = lambda new_state, device=-1, graph_safe=False: _recheck.device_set_state(new_state)
-    else:
-        module._get_cuda_rng_state, module._set_cuda_rng_state = _original_module[key]
+    """Megatron's _get_cuda_rng_state / _set_cuda_rng_state (those the module has), on CPU, go to
+    the stand-in."""
+    for name, shim in _MEGATRON_RNG_SHIMS.items():
+        if not hasattr(module, name):
+            continue
+        key = (module.__name__, name)
+        _original_module.setdefault(key, getattr(module, name))
+        setattr(module, name, shim if enabled else _original_module[key])
+
+
+class CodeImportError(ImportError):
+    """Importing the code under test (or the package a file is loaded into) raised: the message
+    already says what was imported, the exception, and where in that code it was raised."""
+
+
+def _is_under(path, folders):
+    import os
+
+    real = os.path.realpath(path)
+    return any(real == folder or real.startswith(folder + os.sep) for folder in folders)
+
+
+def _folders_of_package(top_level):
+    """The folders a top-level package is found in, as Python finds it, without running its code
+    (a top-level find_spec imports nothing): every portion of a namespace package, or the folder
+    of a regular one; for a top-level module, its file."""
+    import importlib.util
+    import os
+
+    try:
+        spec = importlib.util.find_spec(top_level)
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return [os.path.realpath(folder) for folder in spec.submodule_search_locations]
+    return [os.path.realpath(spec.origin)] if spec.origin else []  # a module: its file alone
+
+
+def _code_frames(error):
+    """The traceback's frames, outermost first, that are someone's code: not the import system's
+    own (CPython leaves some <frozen importlib._bootstrap> frames in) and not this bridge's."""
+    import os
+    import traceback
+
+    import_system = os.path.dirname(os.path.realpath(importlib.__file__)) + os.sep
+    frames = []
+    for frame, lineno in traceback.walk_tb(error.__traceback__):
+        filename = frame.f_code.co_filename
+        if (frame.f_globals is globals() or filename.startswith("<frozen importlib")
+                or os.path.realpath(filename).startswith(import_system)):
+            continue
+        frames.append(traceback.FrameSummary(frame.f_code.co_filename, lineno, frame.f_code.co_name,
+                                             lookup_line=False))
+    return frames
+
+
+def _training_package_ran(error, frames, code_folders):
+    import os
+
+    for frame in frames:
+        if frame.filename.split(os.sep)[-2:] == ["megatron", "__init__.py"]:
+            return (f"{frame.filename} makes megatron a regular package, which Python runs before any of its "
+                    f"subpackages (megatron.core, megatron.mpu), and with it Megatron's training code: global "
+                    f"args, tokenizers, initialize, and apex with its CUDA extension amp_C (megatron/utils.py); "
+                    f"Megatron-LM before 2024-03-26 (38644dd756 made megatron a namespace package) needs "
+                    f"those installed")
+    return ""
+
+
+def _cuda_extension_built_without_gpu(error, frames, code_folders):
+    if isinstance(error, IndexError) and frames and frames[-1].name == "_get_cuda_arch_flags":
+        return ("the import builds a CUDA extension (torch.utils.cpp_extension; megatron-core 0.15 does at "
+                "import) and, without a GPU, torch finds no CUDA architecture to build for, which that code does "
+                "not catch: set TORCH_CUDA_ARCH_LIST (e.g. 9.0) to let the build fail the way it catches, or run "
+                "on a GPU")
+    return ""
+
+
+def _checkpoint_in_mpu(error, frames, code_folders):
+    import os
+
+    for folder in code_folders:
+        old_home = os.path.join(folder, "mpu", "random.py")
+        if os.path.basename(folder) == "megatron" and os.path.isfile(old_home):
+            return (f"this tree's checkpoint code is {old_home} (its home before Megatron-LM c2ea914f7d, "
+                    f"2022-09-23), whose package imports Megatron's global args (megatron/mpu/layers.py: from "
+                    f"megatron import get_args), so it runs only with Megatron's training code")
+    return ""
+
+
+# Import failures that old Megatron code is known to raise, whose exception alone does not say
+# why or what to do: each returns a sentence, or "" when it does not apply.
+_KNOWN_IMPORT_FAILURES = (_training_package_ran, _cuda_extension_built_without_gpu, _checkpoint_in_mpu)
+
+
+def describe_import_failure(what, error, code_folders):
+    """"importing WHAT raised TYPE: MESSAGE at FILE:LINE", FILE:LINE the deepest frame in the code
+    under test (code_folders: where its package is), which is where that code asked for what
+    failed; when the exception was raised deeper, in another package (torch's extension builder,
+    a third-party module), that place follows. A bare "list index out of range" at torch's line
+    reads like recheck's own mistake; the line of the code under test says what to look at."""
+    frames = _code_frames(error)
+    raised_at = frames[-1] if frames else None
+    in_code = [frame for frame in frames if _is_under(frame.filename, code_folders)]
+    asked_at = in_code[-1] if in_code else raised_at
+    where = f" at {asked_at.filename}:{asked_at.lineno}" if asked_at else ""
+    if raised_at is not None and raised_at is not asked_at:
+        where += f" (raised in {raised_at.filename}:{raised_at.lineno})"
+    causes = [sentence for known in _KNOWN_IMPORT_FAILURES if (sentence := known(error, frames, code_folders))]
+    return f"importing {what} raised {type(error).__name__}: {error}{where}" + "".join("; " + c for c in causes)
+
+
+def _not_found(error, name):
+    """Whether an exception of importing `name` means only that `name` (or a package above it)
+    does not exist, as opposed to its code raising while it ran."""
+    missing = getattr(error, "name", None)
+    return (isinstance(error, ModuleNotFoundError) and missing is not None
+            and (name == missing or name.startswith(missing + ".")))
 
 
 def package_of(folder):
-    """The package a folder is, as Python imports it: the longest dotted name made of the folder's
-    name and its parents' (identifiers all) that Python can import. A namespace package (the
-    megatron of the megatron-core wheel has no __init__.py) counts. "" when none is importable;
-    an error naming the package when the folder is a regular package (it has __init__.py) that
-    Python cannot import."""
+    """The package a folder is, as Python imports it: the SHORTEST dotted name made of the folder's
+    name and its parents' (identifiers all) that Python imports as a package. A namespace package
+    (the megatron of the megatron-core wheel has no __init__.py) counts.
+
+    Shortest, because that is the name Megatron's own absolute imports (`from megatron.core
+    import parallel_state`) use: a longer one (trees.head.megatron.core.tensor_parallel, found
+    only because the working folder is on sys.path) would give the file a second copy of
+    Megatron, with a parallel_state that the rest of Megatron never initializes, and a name that
+    changes with the working folder. The package found need not be the folder itself: a base
+    revision's random.py is loaded into the head tree's package on PYTHONPATH (tools/gate-pr), or
+    into the installed megatron-core, so that its relative imports find that package's modules.
+
+    "" when no such name exists. A regular package (with __init__.py) that Python cannot find is
+    an error naming it; one whose import raised is an error describing that exception."""
     import importlib.util
     import os
 
@@ -88,17 +229,32 @@ def package_of(folder):
     while folder and os.path.basename(folder).isidentifier() and len(names) < 8:
         names.insert(0, os.path.basename(folder))
         folder = os.path.dirname(folder)
-    for start in range(len(names)):
+    for start in range(len(names) - 1, -1, -1):
         candidate = ".".join(names[start:])
         try:
-            if importlib.util.find_spec(candidate) is not None:
-                importlib.import_module(candidate)
-                return candidate
-        except (ImportError, ValueError):
+            if importlib.util.find_spec(candidate) is None:
+                continue
+            package = importlib.import_module(candidate)
+        except ValueError:  # find_spec: a module in sys.modules without a spec
             continue
-    if names and os.path.isfile(os.path.join(folder, *names, "__init__.py")):
-        raise ImportError(f"{os.path.join(folder, *names)} is the package {names[-1]}, which this Python cannot "
-                          f"import: put its source tree on PYTHONPATH")
+        except Exception as error:
+            if _not_found(error, candidate):
+                continue
+            code_folders = [os.path.realpath(os.path.join(folder, *names[:start + 1]))]
+            code_folders += _folders_of_package(names[start])
+            raise CodeImportError(describe_import_failure(
+                f"{candidate}, the package a file of {os.path.join(folder, *names)} is loaded into,", error,
+                code_folders)) from error
+        if hasattr(package, "__path__"):
+            return candidate
+    # The regular packages the folder is in (those with __init__.py, from the folder up).
+    regular = 0
+    while regular < len(names) and os.path.isfile(os.path.join(folder, *names[:len(names) - regular], "__init__.py")):
+        regular += 1
+    if regular:
+        tree = os.path.join(folder, *names[:len(names) - regular])
+        raise CodeImportError(f"{os.path.join(folder, *names)} is the package {'.'.join(names[-regular:])}, which "
+                              f"this Python cannot find: put its source tree ({tree}) on PYTHONPATH")
     return ""
 
 
@@ -122,7 +278,19 @@ def load_file(path):
     module = importlib.util.module_from_spec(spec)
     module.__package__ = package
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    count_logs_of(name.split(".")[0])  # from its first line: what it logs on import is counted too
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        del sys.modules[name]  # as Python's import does: a module that raised is not left importable
+        # The code under test: the file's own tree (the folder of its top-level package) and
+        # the package it was loaded into, wherever Python found that.
+        levels = package.count(".") + 1 if package else 0
+        tree = os.path.realpath(os.path.dirname(path))
+        for _ in range(max(levels - 1, 0)):
+            tree = os.path.dirname(tree)
+        code_folders = [tree] + (_folders_of_package(package.split(".")[0]) if package else [])
+        raise CodeImportError(describe_import_failure(path, error, code_folders)) from error
     _loaded_files[path] = module
     return module
 
@@ -131,30 +299,33 @@ _loaded_files = {}
 
 
 def resolve(module_name, attr):
+    """The variant's code: (module, function, calling style, whether it has Megatron's tracker, its
+    logical name, whether it can distribute saved activations). Raises, before any case, when the
+    module cannot be imported (describe_import_failure) or its tracker cannot be read
+    (check_tracker)."""
+    style = "torch" if module_name == "torch.utils.checkpoint" else "megatron"
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # megatron-core warns about missing Apex and TE on import
             if module_name.endswith(".py"):
                 module = load_file(module_name)
             else:
+                if style == "megatron":
+                    count_logs_of(module_name.split(".")[0])
                 module = importlib.import_module(module_name)
+    except CodeImportError:
+        raise
     except Exception as error:
-        # The exception's type and where it was raised: a bare "list index out of range" reads
-        # like recheck's own mistake (megatron-core 0.15 compiles CUDA code on import, and
-        # torch's extension builder raises that IndexError on a machine without a GPU).
-        import traceback
-
-        frames = traceback.extract_tb(error.__traceback__)
-        where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
-        raise ImportError(f"importing {module_name} raised {type(error).__name__}: {error}{where}") from error
+        code_folders = [] if module_name.endswith(".py") else _folders_of_package(module_name.split(".")[0])
+        raise CodeImportError(describe_import_failure(module_name, error, code_folders)) from error
     if not hasattr(module, attr):
         raise AttributeError(f"module {module_name} has no attribute {attr}")
-    style = "torch" if module_name == "torch.utils.checkpoint" else "megatron"
     has_tracker = hasattr(module, "get_cuda_rng_tracker") and hasattr(module, "model_parallel_cuda_manual_seed")
     if has_tracker:
         check_tracker(module)
     # The code's name, whatever file it was loaded from: two revisions of megatron-core's
-    # random.py (a base and a head) are the same code, whose allocations recheck compares.
+    # random.py (a base and a head) are the same code, whose allocations recheck compares. The
+    # package a file is loaded into does not depend on the working folder (package_of).
     logical = module_name
     if module_name.endswith(".py"):
         import os
@@ -165,8 +336,9 @@ def resolve(module_name, attr):
 
 
 def provenance(module):
-    """Where a variant's code came from: its module's file, the version of the distribution that
-    installed the package (which may not be where the file is: a source tree on PYTHONPATH), the
+    """Where a variant's code came from: its module's file, the version of each installed
+    distribution that provides the package (which may not be where the file is: a source tree on
+    PYTHONPATH, or a wheel installed with --target in front of the venv's own), the
     git commit of a checkout the file sits in (and whether the file differs from it), and the
     versions of torch and Python. Pairs of strings."""
     import importlib.metadata
@@ -181,15 +353,17 @@ def provenance(module):
     if declared:
         pairs.append(("package", declared))
     top = module.__name__.split(".")[0]
-    for dist in importlib.metadata.packages_distributions().get(top, []):
-        try:
-            dist_files = importlib.metadata.distribution(dist)
-            version = dist_files.version
-            root = os.path.abspath(str(dist_files.locate_file("")))
+    # Every installation of the distributions that provide the package, once each: a wheel
+    # installed with --target first on PYTHONPATH and the venv's own are two.
+    roots_seen = set()
+    for dist_name in dict.fromkeys(importlib.metadata.packages_distributions().get(top, [])):
+        for dist in importlib.metadata.distributions(name=dist_name):
+            root = os.path.abspath(str(dist.locate_file("")))
+            if root in roots_seen:
+                continue
+            roots_seen.add(root)
             where = "" if path.startswith(root + os.sep) else ", not where the module file is"
-            pairs.append((dist, f"{version} installed{where}"))
-        except importlib.metadata.PackageNotFoundError:
-            pass
+            pairs.append((dist_name, f"{dist.version} installed{where}"))
     folder = os.path.dirname(path) if path else ""
     if folder:
         try:
@@ -206,9 +380,16 @@ def provenance(module):
     return pairs
 
 
-# What the bridge reads of Megatron's CudaRNGStatesTracker: megatron-core 0.16 and later have it
-# (0.15 and earlier keep no current state name). docs/python.md has the table of versions tried.
-SUPPORTED_TRACKER = "megatron-core 0.16 or later (tested: 0.16.1 to 0.19.0, main and dev)"
+# The Megatron code the bridge runs: megatron/core/tensor_parallel/random.py wherever megatron.core
+# imports without Megatron's training code. Resolved, seeded, forked, read, and called (a body
+# drawing from all three RNG sources recomputed the same numbers) with the venv's torch on CPU:
+# megatron-core 0.2.0, 0.5.0, 0.8.0, 0.11.0, 0.12.3, 0.13.1, 0.14.0, 0.15.3 (with
+# TORCH_CUDA_ARCH_LIST set: _cuda_extension_built_without_gpu), 0.16.1; Megatron-LM 0d982fcb0a
+# (2024-04), 8f2f70067c (2026-01, the last before the current state name), core_v0.17.1,
+# core_v0.19.0, main d98e8a64dd. Refused: trees before 38644dd756 (_training_package_ran) and
+# megatron/mpu/random.py (check_tracker). Before megatron-core 0.4 (3c637fc0d2) the seed adds
+# model-parallel-rng alone. docs/python.md has the table of versions.
+SUPPORTED_TRACKER = "megatron-core 0.2 or later, and Megatron-LM since 2024-03-26 (38644dd756)"
 
 
 def package_version(module):
@@ -228,16 +409,33 @@ def package_version(module):
     return ""
 
 
+def _tracker_states(tracker):
+    """The tracker's states by name: its states_ (no copy), or get_states() where a tracker keeps
+    them otherwise."""
+    return tracker.states_ if hasattr(tracker, "states_") else tracker.get_states()
+
+
 def check_tracker(module):
-    """Refuses, before any case, a module whose tracker the bridge cannot read, naming what is
-    missing and what is supported: otherwise every case would fail the same way."""
+    """Refuses, before any case, a module whose tracker the bridge cannot use, naming what is
+    missing and what is supported: otherwise every case would fail the same way. The bridge reads
+    the states (states_ or get_states), forks (fork), and seeds through the module's
+    model_parallel_cuda_manual_seed, which adds the states (add). The current state name
+    (_current_state_name, Megatron-LM 965cfd316c, 2026-01-09) is read where it exists."""
+    found = package_version(module) or "a package of unknown version"
+    if (module.__package__ or "").split(".")[:2] == ["megatron", "mpu"]:
+        raise ImportError(f"{module.__file__}: megatron/mpu/random.py (Megatron-LM before c2ea914f7d, 2022-09-23) "
+                          f"seeds its tracker only inside a started Megatron job (its model_parallel_cuda_manual_seed "
+                          f"asks torch.distributed for the rank and megatron.mpu for the data-parallel rank), and "
+                          f"recheck starts Megatron's parallel state through megatron.core's parallel_state only; "
+                          f"supported: {SUPPORTED_TRACKER}; found {found}")
     tracker = module.get_cuda_rng_tracker()
-    missing = [name for name in ("states_", "_current_state_name", "fork", "add") if not hasattr(tracker, name)]
+    missing = [name for name in ("fork", "add") if not hasattr(tracker, name)]
+    if not (hasattr(tracker, "states_") or hasattr(tracker, "get_states")):
+        missing.insert(0, "states_ (or get_states)")
     if missing:
-        found = package_version(module) or "a package of unknown version"
-        raise ImportError(f"{module.__file__}: its CudaRNGStatesTracker ({type(tracker).__name__}) has no "
-                          f"{', '.join(missing)}, which recheck reads the tracker's states through; supported: "
-                          f"{SUPPORTED_TRACKER}; found {found}")
+        raise ImportError(f"{module.__file__}: its CudaRNGStatesTracker ({type(tracker).__name__}) lacks "
+                          f"{' and '.join(missing)}, which recheck seeds, forks and reads the tracker through; "
+                          f"supported: {SUPPORTED_TRACKER}; found {found}")
 
 
 def parallel_state_of(module):
@@ -400,16 +598,56 @@ def call(function, style, body, distribute, args):
     return as_tuple(function(body, distribute, *args))
 
 
+# model_parallel_cuda_manual_seed's rank arguments (megatron-core 0.13 and later), and the
+# parallel-state globals its rank getters return first when set (those before it read only them).
+_RANK_ARGUMENTS = ("tp_rank", "ep_rank", "etp_rank")
+_RANK_GLOBALS = ("_MPU_TENSOR_MODEL_PARALLEL_RANK", "_MPU_EXPERT_MODEL_PARALLEL_RANK",
+                 "_MPU_EXPERT_TENSOR_PARALLEL_RANK")
+
+
+def _parameters_of(function):
+    import inspect
+
+    try:
+        return inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return {}
+
+
+@contextlib.contextmanager
+def _ranks_read_as_zero(state):
+    """Megatron's rank getters answer 0 meanwhile, as rank 0 of every group, and their globals are
+    put back after: left set, a second rank of a distributing run would split as rank 0 too."""
+    saved = {name: getattr(state, name) for name in _RANK_GLOBALS if state is not None and hasattr(state, name)}
+    try:
+        for name in saved:
+            setattr(state, name, 0)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(state, name, value)
+
+
+def _rank_state_of(module):
+    """The module whose globals the tracker module's rank getter reads (megatron.core.parallel_state
+    of the package the module was loaded into), or None."""
+    import sys
+
+    getter = getattr(module, "get_tensor_model_parallel_rank", None)
+    owner = sys.modules.get(getattr(getter, "__module__", None) or "")
+    return owner if owner is not None else parallel_state_of(module)
+
+
 def tracker_seed(module, seed, cpu_shim):
+    """Seeds Megatron's tracker with its own model_parallel_cuda_manual_seed, as rank 0 of every
+    group on every rank (docs/python.md), whichever way the version takes the ranks: as arguments
+    (0.13 and later), or from the parallel state (before), whether or not a process group exists."""
     use_cpu_device_shim(cpu_shim)
     use_megatron_shim(module, cpu_shim)
-    try:
-        module.model_parallel_cuda_manual_seed(seed, tp_rank=0, ep_rank=0, etp_rank=0)
-    except TypeError:  # an older Megatron without the rank arguments: one rank of each group
-        from megatron.core import parallel_state
-        parallel_state._MPU_TENSOR_MODEL_PARALLEL_RANK = 0
-        parallel_state._MPU_EXPERT_MODEL_PARALLEL_RANK = 0
-        module.model_parallel_cuda_manual_seed(seed)
+    seed_tracker = module.model_parallel_cuda_manual_seed
+    parameters = _parameters_of(seed_tracker)
+    with _ranks_read_as_zero(_rank_state_of(module)):
+        seed_tracker(seed, **{name: 0 for name in _RANK_ARGUMENTS if name in parameters})
 
 
 def tracker_enter(module, name):
@@ -423,8 +661,10 @@ def tracker_exit(context):
 
 
 def tracker_read(module):
+    """(the tracker's states by name, its current state name), the name None where the tracker
+    keeps none (Megatron before 965cfd316c, 2026-01-09): the C++ side then compares no name."""
     tracker = module.get_cuda_rng_tracker()
-    return dict(tracker.states_), tracker._current_state_name
+    return dict(_tracker_states(tracker)), getattr(tracker, "_current_state_name", None)
 
 
 def flag(module):

@@ -59,7 +59,7 @@ void CaseWorker::start() {
         RankPeers peers;
         auto ready = [&] { check_can_run(device_, file_, oracle_, sut_); };
         peers.start(ready, [&](const std::string& line) {
-          (void)check_case(case_from_json(json::parse(line), limits_), oracle_, sut_);
+          (void)check_case(case_from_json(json::parse(line), limits_), oracle_, sut_, {}, EagerRun::always, claims_);
         });
         ready();
         if (device_fraction_ < 1.0 && device_ == "cuda") compat::cuda_limit_memory_fraction(device_fraction_);
@@ -71,7 +71,7 @@ void CaseWorker::start() {
           const Case c = case_from_json(json::parse(line), limits_);
           if (!line.empty() && line.back() == '\n') line.pop_back();
           if (peers.active()) peers.send(line);
-          const CaseResult result = check_case(c, oracle_, sut_, options_);
+          const CaseResult result = check_case(c, oracle_, sut_, options_, EagerRun::always, claims_);
           if (peers.active()) peers.wait();
           write_all(out, to_json(result).dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
         }
@@ -132,8 +132,9 @@ IsolatedCheck CaseWorker::check(const Case& c) {
 }
 
 IsolatedCheck check_isolated(const Case& c, const std::string& file, CheckpointImplementation& oracle,
-                             CheckpointImplementation& sut, const Limits& limits) {
+                             CheckpointImplementation& sut, const Limits& limits, const ClaimChoice& claims) {
   CaseWorker worker(file, c.device, oracle, sut, limits);
+  worker.hold_to_claims(claims);
   return worker.check(c);
 }
 

@@ -50,6 +50,8 @@ class CaseWorker {
   // that skips a case), on CUDA the worker to its fraction of the device's memory. Before the
   // first check.
   void hold_to_share(int jobs);
+  // Holds the sut to these of the change's claims (recheck run --claims). Before the first check.
+  void hold_to_claims(const ClaimChoice& claims) { claims_ = claims; }
 
   // The result, or how the worker died checking `c`. Throws CaseError when the case cannot run
   // here (no device, a variant that cannot start) or the check stopped on an error. A worker
@@ -72,12 +74,13 @@ class CaseWorker {
   Limits limits_;
   WorkerProcess process_;
   RunOptions options_;
+  ClaimChoice claims_;
   double device_fraction_ = 1.0;
   int64_t kills_before_ = 0;  // the out-of-memory kills counted when the case in progress was sent
 };
 
 // Checks `c` in a process of its own. Throws CaseError when the case cannot run there.
 IsolatedCheck check_isolated(const Case& c, const std::string& file, CheckpointImplementation& oracle,
-                             CheckpointImplementation& sut, const Limits& limits = {});
+                             CheckpointImplementation& sut, const Limits& limits = {}, const ClaimChoice& claims = {});
 
 }  // namespace recheck::runner

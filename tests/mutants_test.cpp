@@ -2,6 +2,8 @@
 // least one property) within a fixed budget of generated cases from a fixed seed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "properties/generator.h"
 #include "properties/report.h"
 
@@ -91,6 +93,45 @@ TEST_P(FixTest, gives_clearing_s_verdicts_or_fixed_on_every_hunt_case) {
   EXPECT_GT(fixed, 0) << GetParam() << " fixed nothing in " << kBudget << " hunt cases";
 }
 
+// A mutant is a base a pull request can fix: with the mutant as the base and the variant it was
+// made from as the head (the fix of the mistake, as `tools/gate-pr` meets it, claiming nothing),
+// the head holds wherever eager mode says the base is wrong and the head is right: it is never
+// a regression on a property it holds against eager mode while the base fails it, and where
+// the two fail alike it is pre-existing (NOTE [ The oracle is no reference ]). What remains,
+// pairs where both differ from eager mode in different ways, is compared as ever and measured
+// by `tools/revert-bench` (docs/properties.md, "A fix is judged by eager mode").
+class RevertedMutantTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RevertedMutantTest, as_the_base_of_a_head_that_fixes_it_is_judged_by_eager_mode) {
+  auto mutant = make_checkpoint(GetParam());
+  auto head = make_checkpoint(find_variant(GetParam()).options.restore_autocast ? "autocast-restored" : "clearing");
+  const ClaimChoice none = parse_claims("none");
+  int fixed = 0;
+  for (int i = 0; i < kBudget; ++i) {
+    const Case c = draw_case(GenOptions{}, kFirstSeed + static_cast<uint64_t>(i));
+    const CaseResult got = check_case(c, *mutant, *head, {}, EagerRun::always, none);
+    for (const PropertyResult& r : got.results) {
+      if (r.classification == Classification::fixed) ++fixed;
+      // A property compared with the base alone (grads-bitwise) fails on a fix by its nature:
+      // eager mode, not the base, must have said whether the head is right.
+      const Property* p = find_property(r.property);
+      if (r.classification == Classification::regression && p->compares_with_oracle) {
+        const auto eager_side = std::find_if(got.results.begin(), got.results.end(), [](const PropertyResult& q) {
+          return q.property == "grads-match-eager";
+        });
+        EXPECT_FALSE(eager_side != got.results.end() && eager_side->sut.holds && !eager_side->oracle.holds)
+            << "base " << GetParam() << ", draw seed " << kFirstSeed + i << ": " << r.property
+            << " a regression where eager mode says the head fixed the gradients\n" << describe_results(got.results);
+      }
+      // Both fail the same way: never an alarm.
+      if (!r.oracle.holds && !r.sut.holds && r.oracle.describe() == r.sut.describe()) {
+        EXPECT_FALSE(is_alarm(r.classification)) << GetParam() << " " << r.property << " on draw seed " << kFirstSeed + i;
+      }
+    }
+  }
+  RecordProperty("fixed", fixed);
+}
+
 // The variants `variants()` marks with `flag`, by name.
 std::vector<std::string> names_of(bool Variant::*flag) {
   std::vector<std::string> names;
@@ -110,6 +151,7 @@ std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
 INSTANTIATE_TEST_SUITE_P(Fixes, FixTest, ::testing::ValuesIn(names_of(&Variant::is_fix)), test_name);
 INSTANTIATE_TEST_SUITE_P(Equivalents, EquivalentTest, ::testing::ValuesIn(names_of(&Variant::is_equivalent)), test_name);
 INSTANTIATE_TEST_SUITE_P(Mutants, MutantTest, ::testing::ValuesIn(names_of(&Variant::is_mutant)), test_name);
+INSTANTIATE_TEST_SUITE_P(Reverted, RevertedMutantTest, ::testing::ValuesIn(names_of(&Variant::is_mutant)), test_name);
 
 }  // namespace
 }  // namespace recheck

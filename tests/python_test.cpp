@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/case.h"
 #include "core/interpreter.h"
 #include "properties/generator.h"
@@ -319,6 +321,10 @@ TEST(Python, a_real_patch_declared_as_the_change_is_held_to_its_claims) {
 // tools/gate-pr on one checkout and two revisions, as a Megatron fork's CI runs it: a head that
 // clears correctly passes against its base (exit 0), a head that clears nothing fails (exit 1),
 // and each run leaves its JSON and JUnit XML reports.
+// The gate on a checkout made at test time, claiming nothing (the default) and claiming the
+// clearing change's claims (a .recheck-claims file in the head): claiming nothing, the clearing
+// change passes and a change that clears before backward collects (the gradients lost) fails;
+// claiming them, a head that does not clear fails grad-released.
 TEST(Python, the_pull_request_gate_passes_a_correct_head_and_fails_a_broken_one) {
   const std::string original_path = megatron_random_py();
   if (original_path.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
@@ -328,40 +334,99 @@ TEST(Python, the_pull_request_gate_passes_a_correct_head_and_fails_a_broken_one)
   const std::string git = "git -C " + repo + " -c user.email=recheck@test -c user.name=recheck ";
   const std::string collect =
       "        grads = tuple(inp.grad if isinstance(inp, torch.Tensor) else inp for inp in detached_inputs)\n";
-  auto commit_head = [&](const std::string& addition) {
+  const std::string clear =
+      "        for inp in detached_inputs:\n            if isinstance(inp, torch.Tensor):\n                inp.grad = None\n";
+  // A head commit: the base's random.py with `before` and `after` around the line that collects
+  // the gradients, and a .recheck-claims file when `claims` is not empty.
+  auto commit_head = [&](const std::string& before, const std::string& after, const std::string& claims) {
     std::ifstream in(original_path);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    text.replace(text.find(collect), collect.size(), collect + addition);
+    text.replace(text.find(collect), collect.size(), before + collect + after);
     std::ofstream(file) << text;
-    return system((git + "commit -qam head").c_str());
+    if (!claims.empty()) std::ofstream(repo + "/.recheck-claims") << "# what this change claims\n" << claims << "\n";
+    return system((git + "add -A && " + git + "commit -qm head").c_str());
   };
   auto gate = [&](const std::string& out) {
     return test_shell::run_shell(std::string(RECHECK_SOURCE_DIR) + "/tools/gate-pr --repo " + repo +
-                          " --base HEAD~1 --head HEAD --cases 120 --seconds 0 --recheck " + RECHECK_BINARY + " --out " + out);
+                                 " --base HEAD~1 --head HEAD --cases 80 --seconds 0 --jobs 2 --recheck " +
+                                 RECHECK_BINARY + " --out " + out);
+  };
+  auto junit_of = [](const std::string& out) {
+    std::ifstream xml(out + "/slice.xml");
+    return std::string((std::istreambuf_iterator<char>(xml)), std::istreambuf_iterator<char>());
   };
   ASSERT_EQ(system(("rm -rf " + repo + " && mkdir -p " + repo + " && cp -r " + package + " " + repo + "/ && " + git +
                     "init -q && " + git + "add -A && " + git + "commit -qm base").c_str()),
             0);
-  ASSERT_EQ(commit_head("        for inp in detached_inputs:\n            if isinstance(inp, torch.Tensor):\n"
-                        "                inp.grad = None\n"),
-            0);
+  const std::string reset = git + "reset -q --hard HEAD~1";
+
+  ASSERT_EQ(commit_head("", clear, ""), 0);
   const auto correct = gate(::testing::TempDir() + "/gate-correct");
   EXPECT_EQ(correct.exit_code, 0) << correct.output;
-  ASSERT_EQ(system((git + "reset -q --hard HEAD~1").c_str()), 0);
-  ASSERT_EQ(commit_head("        pass\n"), 0);
+  EXPECT_NE(correct.output.find("claims held: none (from the default)"), std::string::npos) << correct.output;
+  EXPECT_NE(junit_of(::testing::TempDir() + "/gate-correct").find("<skipped message=\"not a claim this run holds"),
+            std::string::npos);
+
+  ASSERT_EQ(system(reset.c_str()), 0);
+  ASSERT_EQ(commit_head(clear, "", ""), 0);
+  const std::string lost_out = ::testing::TempDir() + "/gate-lost";
+  const auto lost = gate(lost_out);
+  EXPECT_EQ(lost.exit_code, 1) << lost.output;
+  EXPECT_NE(junit_of(lost_out).find("name=\"grads-match-eager\">\n    <failure"), std::string::npos) << junit_of(lost_out);
+  // The summary names the finding and a replay line that runs as printed.
+  EXPECT_NE(lost.output.find("replay: PYTHONPATH="), std::string::npos) << lost.output;
+  EXPECT_NE(lost.output.find(std::string(RECHECK_BINARY) + " repro "), std::string::npos) << lost.output;
+
+  ASSERT_EQ(system(reset.c_str()), 0);
+  ASSERT_EQ(commit_head("", "        pass\n", "clearing"), 0);
   const std::string broken_out = ::testing::TempDir() + "/gate-broken";
   const auto broken = gate(broken_out);
   EXPECT_EQ(broken.exit_code, 1) << broken.output;
-  std::ifstream xml(broken_out + "/slice.xml");
-  const std::string junit((std::istreambuf_iterator<char>(xml)), std::istreambuf_iterator<char>());
-  EXPECT_NE(junit.find("<testcase classname=\"recheck\" name=\"grad-released\">\n    <failure"), std::string::npos)
-      << junit;
+  EXPECT_NE(broken.output.find("claims held: clearing (from " + repo), std::string::npos) << broken.output;
+  EXPECT_NE(junit_of(broken_out).find("name=\"grad-released\">\n    <failure"), std::string::npos) << junit_of(broken_out);
   EXPECT_TRUE(std::ifstream(broken_out + "/slice.json").good());
+  // The gate's worktrees are gone from the user's checkout.
+  const auto worktrees = test_shell::run_shell(git + "worktree list");
+  EXPECT_EQ(worktrees.output.find("gate-pr"), std::string::npos) << worktrees.output;
 }
 
-// A Megatron whose tracker the bridge cannot read (megatron-core 0.15 and earlier keep no current
-// state name) is refused when the variant is made, before any case, naming what is missing and
-// what is supported; `recheck run` exits 2 with that line instead of crashing every case.
+// The module name a tree's file is loaded under, and so every verdict, does not depend on the
+// folder the gate is run from: from a folder where the trees' paths are importable as packages
+// (trees.head.megatron...), the reports are the ones run from elsewhere.
+TEST(Python, the_gate_gives_the_same_verdicts_from_any_folder) {
+  const std::string original_path = megatron_random_py();
+  if (original_path.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
+  const std::string package = original_path.substr(0, original_path.find("/megatron/core/")) + "/megatron";
+  const std::string work = ::testing::TempDir() + "/gate-folders";
+  ASSERT_EQ(system(("rm -rf " + work + " && mkdir -p " + work + "/trees/base " + work + "/trees/head " + work +
+                    "/elsewhere && cp -r " + package + " " + work + "/trees/base/ && cp -r " + package + " " + work +
+                    "/trees/head/").c_str()),
+            0);
+  auto gate_from = [&](const std::string& folder, const std::string& out) {
+    return test_shell::run_shell("cd " + folder + " && " + std::string(RECHECK_SOURCE_DIR) +
+                                 "/tools/gate-pr --base trees/base --head trees/head --cases 40 --seconds 0 --recheck " +
+                                 RECHECK_BINARY + " --out " + out);
+  };
+  auto summary_of = [](const std::string& out) {
+    std::ifstream in(out + "/slice.json");
+    const nlohmann::json report = nlohmann::json::parse(in);
+    return report.at("summary").dump(1) + "\nlogged: " + report.value("logged", nlohmann::json()).dump();
+  };
+  ASSERT_EQ(system(("ln -s " + work + "/trees " + work + "/elsewhere/trees").c_str()), 0);
+  const auto inside = gate_from(work, work + "/out-inside");
+  const auto outside = gate_from(work + "/elsewhere", work + "/out-outside");
+  EXPECT_EQ(inside.exit_code, 0) << inside.output;
+  EXPECT_EQ(outside.exit_code, 0) << outside.output;
+  const std::string a = summary_of(work + "/out-inside");
+  EXPECT_EQ(a, summary_of(work + "/out-outside"));
+  // Allocations compared: both files load as the same code, megatron.core.tensor_parallel.random.
+  EXPECT_EQ(a.find("not_checked\": \"allocations"), std::string::npos) << a;
+}
+
+// A module whose tracker the bridge cannot use (no fork to enter a state through) is refused when
+// the variant is made, before any case, naming what is missing and what is supported;
+// `recheck run` exits 2 with that line instead of crashing every case. A tracker that keeps no
+// current state name (Megatron before 2026-01) is not refused: it is compared without one.
 TEST(Python, a_tracker_the_bridge_cannot_read_is_refused_before_any_case) {
   const std::string path = ::testing::TempDir() + "/old_megatron_random.py";
   std::ofstream(path) << "import torch\n"
@@ -369,21 +434,38 @@ TEST(Python, a_tracker_the_bridge_cannot_read_is_refused_before_any_case) {
                          "    def __init__(self):\n"
                          "        self.states_ = {}\n"
                          "    def add(self, name, seed): pass\n"
-                         "    def fork(self, name='model-parallel-rng'): pass\n"
                          "_TRACKER = CudaRNGStatesTracker()\n"
                          "def get_cuda_rng_tracker(): return _TRACKER\n"
                          "def model_parallel_cuda_manual_seed(seed): pass\n"
                          "class CheckpointFunction(torch.autograd.Function): pass\n";
   const std::string what = refusal_of("python-change:" + path + ":CheckpointFunction");
-  EXPECT_NE(what.find("has no _current_state_name"), std::string::npos) << what;
-  EXPECT_NE(what.find("supported: megatron-core 0.16 or later"), std::string::npos) << what;
+  EXPECT_NE(what.find("lacks fork"), std::string::npos) << what;
+  EXPECT_NE(what.find("supported: megatron-core 0.2 or later"), std::string::npos) << what;
   const test_shell::Result run = test_shell::run_shell(std::string(RECHECK_BINARY) + " run --cases 5 --sut python-change:" +
                                                        path + ":CheckpointFunction --out " + ::testing::TempDir() +
                                                        "/old-findings");
   const std::string& output = run.output;
   EXPECT_EQ(run.exit_code, 2) << output;
-  EXPECT_NE(output.find("has no _current_state_name"), std::string::npos) << output;
+  EXPECT_NE(output.find("lacks fork"), std::string::npos) << output;
   EXPECT_EQ(output.find("crash"), std::string::npos) << output;
+}
+
+// megatron-core 0.15 and earlier keep no current state name: such a random.py runs, its tracker
+// compared without the name. The installed 0.16.1 with the name taken away stands for one.
+TEST(Python, a_tracker_without_a_current_state_name_runs_and_is_compared_without_it) {
+  const std::string original_path = megatron_random_py();
+  if (original_path.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
+  const std::string package = original_path.substr(0, original_path.find("/megatron/core/")) + "/megatron";
+  const std::string tree = ::testing::TempDir() + "/no-current-name";
+  ASSERT_EQ(system(("rm -rf " + tree + " && mkdir -p " + tree + " && cp -r " + package + " " + tree + "/").c_str()), 0);
+  const std::string file = tree + "/megatron/core/tensor_parallel/random.py";
+  // The same tracker under another attribute name: it works, and keeps no _current_state_name.
+  ASSERT_EQ(system(("sed -i 's/_current_state_name/_state_name_kept_elsewhere/g' " + file).c_str()), 0);
+  const test_shell::Result run = test_shell::run_shell(
+      "PYTHONPATH=" + tree + " " + std::string(RECHECK_BINARY) + " run --cases 60 --seed 20261129 --sut python:" + file +
+      ":CheckpointFunction --oracle megatron-py --claims none --quiet --out " + ::testing::TempDir() + "/no-name-findings");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output.find("tracker current state"), std::string::npos) << run.output;
 }
 
 // An error raised in a recomputation crosses Megatron's Python backward and the engine with its
