@@ -557,14 +557,16 @@ std::string fixed_against_eager(const std::vector<PropertyResult>& results) {
 //  - errors-match: both raised errors eager mode did not, different ones, in the same iteration,
 //    the sut after more of it than the oracle (a later phase, or more ops completed): the sut
 //    got past the oracle's error and raised at a point the oracle never reached, `unreached`.
-//    Raised earlier, or at the same point, the pair stays divergent.
+//    Raised at the same point (the same phase and ops completed), both fail there whatever the
+//    message says: `pre-existing`. Raised earlier, the pair stays divergent.
 //  - grads-bitwise, grads-match-eager: both runs' outputs or loss already differ from eager mode's
 //    the same way (outputs-bitwise pre-existing) in this iteration or before: their gradients are
 //    those of another loss than eager mode's, `pre-existing` (a mistake that loses a gradient
 //    can otherwise match eager mode's missing one by chance, and its fix look like a regression).
 //  - recompute-fidelity: the sut holds the checkpoint call where the oracle first fails and fails
-//    a later one: the oracle, judged from that later call on, fails it the same way
-//    (`pre-existing`: the sut fixed the first and shares the second) or not (divergent, as ever).
+//    a later one: the oracle, judged from that later call on, fails that call too (`pre-existing`:
+//    the sut fixed the first and shares the second, whose numbers the oracle's first bug may
+//    move) or not (divergent, as ever).
 void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& results, const Observations& oracle,
                                               const Observations& sut, const Runs& runs) {
   const PropertyResult* match_eager = nullptr;
@@ -592,15 +594,21 @@ void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& resul
           r.sut.detail += "; raised after " + std::to_string(s->ops_completed) + " ops of iteration " +
                           std::to_string(s->iteration) + " " + s->phase + ", past the oracle's error (after " +
                           std::to_string(o->ops_completed) + " ops, " + o->phase + "): a point the oracle never reached";
+        } else if (s && o && s->iteration == o->iteration && !(s->error == o->error) && progress(*s) == progress(*o)) {
+          r.classification = Classification::pre_existing;
+          r.sut.detail += "; raised at the point the oracle raised its own (after " + std::to_string(s->ops_completed) +
+                          " ops of iteration " + std::to_string(s->iteration) + " " + s->phase +
+                          "), where eager mode did not: another message for a failure both have";
         }
       }
     } else if (r.property == "recompute-fidelity" && !r.oracle.holds && !r.sut.holds &&
                r.sut.segment_record > r.oracle.segment_record && r.oracle.segment_record >= 0) {
       Observations from_there = oracle;
       for (int k = 0; k < r.sut.segment_record; ++k) from_there.segment_calls[static_cast<size_t>(k)].calls.clear();
-      if (recompute_fidelity(from_there, runs).describe() == r.sut.describe()) {
+      const Verdict there = recompute_fidelity(from_there, runs);
+      if (!there.holds && there.segment_record == r.sut.segment_record) {
         r.classification = Classification::pre_existing;
-        r.sut.detail += "; where the oracle first fails this run holds, and here the oracle fails the same way";
+        r.sut.detail += "; where the oracle first fails this run holds, and the oracle fails this call too";
       }
     } else if ((r.property == "grads-bitwise" || r.property == "grads-match-eager") && outputs != nullptr &&
                outputs->classification == Classification::pre_existing && r.sut.iteration >= outputs->sut.iteration) {
@@ -655,9 +663,10 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
   //  1. Eager autograd judges the fix: the sut holds a property that compares with eager mode
   //     where the oracle fails it (a pull request fixes a bug of its base).
   //  2. The oracle recomputes under another autocast state than its forward ran in, and the sut
-  //     does not (autocast-restored): its backward ran another graph than its forward's. Where
-  //     both fail another property, their evidence cannot be told apart by its difference
-  //     either: a would-be divergent pair is pre-existing.
+  //     does not (autocast-restored): its backward ran another graph than its forward's.
+  // Either way, where both fail another property, the oracle's evidence is shaped by the bug the
+  // sut fixed, and the two cannot be told apart by its difference: a would-be divergent pair is
+  // pre-existing.
   // A sut that fails a property that compares with eager mode where the oracle holds it is a
   // regression whatever it fixed: a fix hides nothing eager autograd sees.
   const std::string fixed = eager ? fixed_against_eager(results) : "";
@@ -673,7 +682,7 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
     if (r.sut.holds) continue;
     const Property* p = find_property(r.property);
     const bool compared = p->compares_with_oracle;
-    const bool divergent = autocast_unfaithful && r.classification == Classification::divergent;
+    const bool divergent = r.classification == Classification::divergent;
     if (!compared && !divergent) continue;
     r.classification = compared ? Classification::fixed : Classification::pre_existing;
     r.sut.detail += std::string(r.sut.detail.empty() ? "" : "; ") + why;

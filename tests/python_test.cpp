@@ -373,21 +373,25 @@ TEST(Python, the_pull_request_gate_passes_a_correct_head_and_fails_a_broken_one)
   const auto lost = gate(lost_out);
   EXPECT_EQ(lost.exit_code, 1) << lost.output;
   EXPECT_NE(junit_of(lost_out).find("name=\"grads-match-eager\">\n    <failure"), std::string::npos) << junit_of(lost_out);
-  // The summary names the finding and a replay line that runs as printed.
-  EXPECT_NE(lost.output.find("replay: PYTHONPATH="), std::string::npos) << lost.output;
-  EXPECT_NE(lost.output.find(std::string(RECHECK_BINARY) + " repro "), std::string::npos) << lost.output;
+  // The summary names the finding and a replay line that runs as printed, from another folder.
+  const size_t replay = lost.output.find("replay: PYTHONPATH=");
+  ASSERT_NE(replay, std::string::npos) << lost.output;
+  const std::string line = lost.output.substr(replay + 8, lost.output.find('\n', replay) - replay - 8);
+  EXPECT_NE(line.find(std::string(RECHECK_BINARY) + " repro "), std::string::npos) << line;
+  EXPECT_EQ(test_shell::run_shell("cd / && " + line).exit_code, 1) << line;
 
   ASSERT_EQ(system(reset.c_str()), 0);
   ASSERT_EQ(commit_head("", "        pass\n", "clearing"), 0);
   const std::string broken_out = ::testing::TempDir() + "/gate-broken";
   const auto broken = gate(broken_out);
   EXPECT_EQ(broken.exit_code, 1) << broken.output;
-  EXPECT_NE(broken.output.find("claims held: clearing (from " + repo), std::string::npos) << broken.output;
+  EXPECT_NE(broken.output.find("claims held: clearing (from the head's .recheck-claims)"), std::string::npos)
+      << broken.output;
   EXPECT_NE(junit_of(broken_out).find("name=\"grad-released\">\n    <failure"), std::string::npos) << junit_of(broken_out);
   EXPECT_TRUE(std::ifstream(broken_out + "/slice.json").good());
-  // The gate's worktrees are gone from the user's checkout.
-  const auto worktrees = test_shell::run_shell(git + "worktree list");
-  EXPECT_EQ(worktrees.output.find("gate-pr"), std::string::npos) << worktrees.output;
+  // Nothing is left registered in the user's checkout: the revisions were extracted, not checked out.
+  const auto worktrees = test_shell::run_shell(git + "worktree list --porcelain | grep -c '^worktree '");
+  EXPECT_EQ(worktrees.output, "1\n") << worktrees.output;
 }
 
 // The module name a tree's file is loaded under, and so every verdict, does not depend on the
