@@ -143,6 +143,11 @@ std::vector<PropertyResult> check_properties_without_eager(const Observations& o
 // Whether every recomputation in `run` started in the autocast state its forward call started in.
 bool recomputes_in_forward_s_autocast_state(const Observations& run);
 
+// The first error a run raised in iteration `from` or later (the run's first, without records).
+std::optional<ErrorRecord> first_error_from(const Observations& run, size_t from);
+// What errors-match adds to an error that left the RNG states other than backward found them.
+extern const char* const kRngNotRestored;
+
 // True when a result should fail a CI gate.
 inline bool is_alarm(Classification c) {
   return c == Classification::regression || c == Classification::divergent;

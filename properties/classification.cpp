@@ -1,0 +1,295 @@
+// The classification of a pair of verdicts, the claims a run holds, and the rules by which eager
+// mode judges a sut that fixes its oracle (NOTE [ The oracle is no reference ]); the properties
+// themselves are in properties.cpp.
+#include <algorithm>
+#include <stdexcept>
+
+#include "properties/properties.h"
+
+namespace recheck {
+
+const char* to_string(Classification c) {
+  switch (c) {
+    case Classification::pass: return "pass";
+    case Classification::regression: return "regression";
+    case Classification::pre_existing: return "pre-existing";
+    case Classification::fixed: return "fixed";
+    case Classification::divergent: return "divergent";
+    case Classification::unreached: return "unreached";
+  }
+  return "?";
+}
+
+std::optional<Classification> classification_named(const std::string& name) {
+  for (const Classification c : {Classification::pass, Classification::regression, Classification::pre_existing,
+                                 Classification::fixed, Classification::divergent, Classification::unreached}) {
+    if (name == to_string(c)) return c;
+  }
+  return std::nullopt;
+}
+
+Classification classify(const Verdict& oracle, const Verdict& sut) {
+  if (oracle.holds && sut.holds) return Classification::pass;
+  if (oracle.holds) return Classification::regression;
+  if (sut.holds) return Classification::fixed;
+  return oracle.describe() == sut.describe() ? Classification::pre_existing : Classification::divergent;
+}
+
+bool reached(const Verdict& failed, const Observations& run) {
+  if (failed.segment_record >= 0) {
+    const size_t record = static_cast<size_t>(failed.segment_record);
+    if (record >= run.segment_calls.size() || run.segment_calls[record].iteration != failed.iteration) return false;
+    return static_cast<int>(run.segment_calls[record].calls.size()) > failed.call;
+  }
+  if (failed.iteration < 0) return true;
+  const size_t i = static_cast<size_t>(failed.iteration);
+  if (i >= run.iterations.size()) return false;
+  const std::optional<ErrorRecord>& error = run.iterations[i].error;
+  // An iteration that raised was not completed; the state its error left is reached by a run
+  // that raised in it too.
+  if (failed.after_error) return error.has_value();
+  if (failed.about_the_error) return true;
+  return !error.has_value();
+}
+
+Classification classify(const Verdict& oracle, const Verdict& sut, const Observations& oracle_run,
+                        const Observations& sut_run) {
+  // A verdict that holds only because its run stopped before the point the other failed at.
+  if (oracle.holds && !sut.holds && !reached(sut, oracle_run)) return Classification::unreached;
+  if (sut.holds && !oracle.holds && !reached(oracle, sut_run)) return Classification::unreached;
+  // Both fail, the oracle first: the sut held where the oracle failed and went on, to fail at a
+  // point the oracle's run never reached. Nothing there can be compared.
+  if (!oracle.holds && !sut.holds && oracle.iteration >= 0 && sut.iteration > oracle.iteration &&
+      !reached(sut, oracle_run) && oracle.describe() != sut.describe()) {
+    return Classification::unreached;
+  }
+  return classify(oracle, sut);
+}
+
+Classification classify(const Property& property, const Verdict& oracle, const Verdict& sut,
+                        const Observations& oracle_run, const Observations& sut_run) {
+  if (property.claim_of_change) return sut.holds ? Classification::pass : Classification::regression;
+  return classify(oracle, sut, oracle_run, sut_run);
+}
+
+namespace {
+
+// The properties that compare the subject with eager mode which the sut holds and the oracle
+// fails: where the sut fixes the oracle's function, as eager autograd judges. Their names, joined.
+std::string fixed_against_eager(const std::vector<PropertyResult>& results) {
+  std::string names;
+  for (const PropertyResult& r : results) {
+    const Property* p = find_property(r.property);
+    if (p == nullptr || !p->reads_eager || r.classification != Classification::fixed) continue;
+    names += (names.empty() ? "" : ", ") + r.property;
+  }
+  return names;
+}
+
+// Where both runs fail a property and eager mode says the sut is the nearer of the two, the pair
+// is not compared by the difference of their evidence (NOTE [ The oracle is no reference ]):
+//  - errors-match: both raised the same error at the same point, and only the oracle's left the
+//    RNG states unrestored: the sut fixed that part, `fixed`.
+//  - grads-bitwise: the oracle's gradients are not eager mode's (it fails grads-match-eager), so
+//    they are no reference for the sut's bits; grads-match-eager judges the two against eager
+//    mode instead, and grads-bitwise is `pre-existing`.
+//  - errors-match: both raised errors eager mode did not, different ones, in the same iteration,
+//    the sut after more of it than the oracle (a later phase, or more ops completed): the sut
+//    got past the oracle's error and raised at a point the oracle never reached, `unreached`.
+//    Raised at the same point (the same phase and ops completed), both fail there whatever the
+//    message says: `pre-existing`. Raised earlier, the pair stays divergent.
+//  - grads-bitwise, grads-match-eager: both runs' outputs or loss already differ from eager mode's
+//    the same way (outputs-bitwise pre-existing) in this iteration or before: their gradients are
+//    those of another loss than eager mode's, `pre-existing` (a mistake that loses a gradient
+//    can otherwise match eager mode's missing one by chance, and its fix look like a regression).
+//  - recompute-fidelity: the sut holds the checkpoint call where the oracle first fails and fails
+//    a later one: the oracle, judged from that later call on, fails that call too (`pre-existing`:
+//    the sut fixed the first and shares the second, whose numbers the oracle's first bug may
+//    move) or not (divergent, as ever).
+void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& results, const Observations& oracle,
+                                              const Observations& sut, const Runs& runs) {
+  const PropertyResult* match_eager = nullptr;
+  const PropertyResult* outputs = nullptr;
+  for (const PropertyResult& r : results) {
+    if (r.property == "grads-match-eager") match_eager = &r;
+    if (r.property == "outputs-bitwise") outputs = &r;
+  }
+  for (PropertyResult& r : results) {
+    if (r.classification != Classification::divergent && r.classification != Classification::regression) continue;
+    if (r.property == "errors-match" && !r.oracle.holds && !r.sut.holds) {
+      const std::string oracle_text = r.oracle.describe();
+      const size_t unrestored = oracle_text.find(kRngNotRestored);
+      if (unrestored != std::string::npos && r.sut.describe().find(kRngNotRestored) == std::string::npos &&
+          oracle_text.substr(0, unrestored) == r.sut.describe()) {
+        r.classification = Classification::fixed;
+        r.sut.detail += "; the same error as the oracle's, which alone left the RNG states unrestored";
+      } else if (r.classification == Classification::divergent && r.sut.iteration >= 0) {
+        const size_t parted = static_cast<size_t>(r.sut.iteration);
+        const std::optional<ErrorRecord> s = first_error_from(sut, parted);
+        const std::optional<ErrorRecord> o = first_error_from(oracle, parted);
+        const auto progress = [](const ErrorRecord& e) { return std::make_pair(e.phase == "backward", e.ops_completed); };
+        if (s && o && s->iteration == o->iteration && !(s->error == o->error) && progress(*s) > progress(*o)) {
+          r.classification = Classification::unreached;
+          r.sut.detail += "; raised after " + std::to_string(s->ops_completed) + " ops of iteration " +
+                          std::to_string(s->iteration) + " " + s->phase + ", past the oracle's error (after " +
+                          std::to_string(o->ops_completed) + " ops, " + o->phase + "): a point the oracle never reached";
+        } else if (s && o && s->iteration == o->iteration && !(s->error == o->error) && progress(*s) == progress(*o)) {
+          r.classification = Classification::pre_existing;
+          r.sut.detail += "; raised at the point the oracle raised its own (after " + std::to_string(s->ops_completed) +
+                          " ops of iteration " + std::to_string(s->iteration) + " " + s->phase +
+                          "), where eager mode did not: another message for a failure both have";
+        }
+      }
+    } else if (r.property == "recompute-fidelity" && !r.oracle.holds && !r.sut.holds &&
+               r.sut.segment_record > r.oracle.segment_record && r.oracle.segment_record >= 0) {
+      Observations from_there = oracle;
+      for (int k = 0; k < r.sut.segment_record; ++k) from_there.segment_calls[static_cast<size_t>(k)].calls.clear();
+      const Verdict there = find_property("recompute-fidelity")->check(from_there, runs);
+      if (!there.holds && there.segment_record == r.sut.segment_record) {
+        r.classification = Classification::pre_existing;
+        r.sut.detail += "; where the oracle first fails this run holds, and the oracle fails this call too";
+      }
+    } else if ((r.property == "grads-bitwise" || r.property == "grads-match-eager") && outputs != nullptr &&
+               outputs->classification == Classification::pre_existing && r.sut.iteration >= outputs->sut.iteration) {
+      r.classification = Classification::pre_existing;
+      r.sut.detail += std::string(r.sut.detail.empty() ? "" : "; ") + "both runs' " + outputs->sut.where +
+                      " already differs from eager mode's, the same way: the gradients of another loss";
+    } else if (r.property == "grads-bitwise" && match_eager != nullptr && !match_eager->oracle.holds) {
+      r.classification = Classification::pre_existing;
+      r.sut.detail += std::string(r.sut.detail.empty() ? "" : "; ") +
+                      "the oracle's gradients are not eager mode's (grads-match-eager): no reference for these bits";
+    }
+  }
+}
+
+// The checks of every property, or of those that do not read the eager run when it is null.
+std::vector<PropertyResult> check_all(const Observations* eager, const Observations& oracle, const Observations& sut,
+                                      ChangeClaims claims, const ClaimChoice& choice) {
+  // Without an eager run, the properties that read it are skipped, never handed this one.
+  const Runs runs{eager ? *eager : oracle, oracle};
+  std::vector<PropertyResult> results;
+  for (const Property& p : properties()) {
+    if (!choice.checks(p, claims)) continue;
+    if (p.reads_eager && !eager) continue;
+    if (p.same_code_only && oracle.code != sut.code) continue;
+    PropertyResult r;
+    r.property = p.name;
+    r.oracle = p.check(oracle, runs);
+    r.sut = p.check(sut, runs);
+    if (p.claim_of_change && choice.chosen) {
+      r.classification = r.sut.holds ? Classification::pass : Classification::regression;
+    } else {
+      switch (claims) {
+        case ChangeClaims::made:
+          r.classification = classify(p, r.oracle, r.sut, oracle, sut);
+          break;
+        case ChangeClaims::like_oracle:
+          r.classification = classify(r.oracle, r.sut, oracle, sut);
+          break;
+        // Another function has no change to regress: what it fails is its own, pre-existing.
+        case ChangeClaims::not_applicable:
+          r.classification = r.sut.holds ? Classification::pass : Classification::pre_existing;
+          break;
+      }
+    }
+    results.push_back(std::move(r));
+  }
+  if (claims == ChangeClaims::not_applicable) return results;
+  if (eager) judge_by_eager_where_the_oracle_is_wrong(results, oracle, sut, runs);
+  // NOTE [ The oracle is no reference ] Where the sut fixes the oracle's function, what the
+  // oracle computed is no reference for the sut: a property that compares the sut with the
+  // oracle (its gradients, memory or allocations) and fails is `fixed`, not a regression.
+  //  1. Eager autograd judges the fix: the sut holds a property that compares with eager mode
+  //     where the oracle fails it (a pull request fixes a bug of its base).
+  //  2. The oracle recomputes under another autocast state than its forward ran in, and the sut
+  //     does not (autocast-restored): its backward ran another graph than its forward's.
+  // Either way, where both fail another property, the oracle's evidence is shaped by the bug the
+  // sut fixed, and the two cannot be told apart by its difference: a would-be divergent pair is
+  // pre-existing.
+  // A sut that fails a property that compares with eager mode where the oracle holds it is a
+  // regression whatever it fixed: a fix hides nothing eager autograd sees.
+  const std::string fixed = eager ? fixed_against_eager(results) : "";
+  const bool autocast_unfaithful =
+      !recomputes_in_forward_s_autocast_state(oracle) && recomputes_in_forward_s_autocast_state(sut);
+  if (fixed.empty() && !autocast_unfaithful) return results;
+  const std::string why =
+      autocast_unfaithful
+          ? "the oracle recomputes under another autocast state than its forward ran in and this run does not: the "
+            "oracle is no reference here"
+          : "this run holds " + fixed + " where the oracle fails it, as eager mode judges: the oracle is no reference here";
+  for (PropertyResult& r : results) {
+    if (r.sut.holds) continue;
+    const Property* p = find_property(r.property);
+    const bool compared = p->compares_with_oracle;
+    const bool divergent = r.classification == Classification::divergent;
+    if (!compared && !divergent) continue;
+    r.classification = compared ? Classification::fixed : Classification::pre_existing;
+    r.sut.detail += std::string(r.sut.detail.empty() ? "" : "; ") + why;
+  }
+  return results;
+}
+
+}  // namespace
+
+std::vector<PropertyResult> check_properties(const Observations& eager, const Observations& oracle,
+                                             const Observations& sut, ChangeClaims claims, const ClaimChoice& choice) {
+  return check_all(&eager, oracle, sut, claims, choice);
+}
+
+std::vector<PropertyResult> check_properties_without_eager(const Observations& oracle, const Observations& sut,
+                                                           ChangeClaims claims, const ClaimChoice& choice) {
+  return check_all(nullptr, oracle, sut, claims, choice);
+}
+
+bool ClaimChoice::checks(const Property& property, ChangeClaims claims) const {
+  if (!property.claim_of_change) return true;
+  if (chosen) return held.count(property.name) != 0;
+  return claims != ChangeClaims::not_applicable;
+}
+
+std::vector<std::string> claim_names() {
+  std::vector<std::string> names;
+  for (const Property& p : properties()) {
+    if (p.claim_of_change) names.emplace_back(p.name);
+  }
+  return names;
+}
+
+ClaimChoice parse_claims(const std::string& text) {
+  ClaimChoice choice;
+  choice.chosen = true;
+  if (text == "none") return choice;
+  const std::vector<std::string> known = claim_names();
+  if (text == "clearing") {
+    choice.held.insert(known.begin(), known.end());
+    return choice;
+  }
+  std::string listed;
+  for (const std::string& name : known) listed += (listed.empty() ? "" : ", ") + name;
+  size_t from = 0;
+  while (from <= text.size()) {
+    const size_t comma = std::min(text.find(',', from), text.size());
+    const std::string name = text.substr(from, comma - from);
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      throw std::invalid_argument("--claims: no claim '" + name + "'; expected none, clearing (every claim: " + listed +
+                                  "), or some of those names joined by commas");
+    }
+    choice.held.insert(name);
+    from = comma + 1;
+  }
+  return choice;
+}
+
+std::string describe_claims(const ClaimChoice& choice) {
+  if (!choice.chosen) return "";
+  if (choice.held.empty()) return "none";
+  const std::vector<std::string> known = claim_names();
+  if (choice.held.size() == known.size()) return "clearing";
+  std::string text;
+  for (const std::string& name : known) {  // in the properties' order, whatever order they were given in
+    if (choice.held.count(name) != 0) text += (text.empty() ? "" : ",") + name;
+  }
+  return text;
+}
+
+}  // namespace recheck
