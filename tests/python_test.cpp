@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -593,6 +594,42 @@ TEST(Python, a_module_that_fails_to_import_is_refused_with_the_exception_and_its
   const std::string what = refusal_of("python:" + path + ":CheckpointFunction");
   EXPECT_NE(what.find("raised IndexError: list index out of range at "), std::string::npos) << what;
   EXPECT_NE(what.find("fails_on_import.py:4"), std::string::npos) << what;
+}
+
+// A tree whose random.py imports a module that fails to import (a missing third-party module in
+// one of Megatron's own files): the refusal names the exception and the file and line in that
+// tree, not "put its source tree on PYTHONPATH", which it is.
+TEST(Python, an_import_failure_inside_a_tree_names_its_file_and_line_in_the_tree) {
+  const std::string original_path = megatron_random_py();
+  if (original_path.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
+  const std::string package = original_path.substr(0, original_path.find("/megatron/core/")) + "/megatron";
+  const std::string tree = ::testing::TempDir() + "/broken-import-tree";
+  ASSERT_EQ(system(("rm -rf " + tree + " && mkdir -p " + tree + " && cp -r " + package + " " + tree + "/ && sed -i "
+                    "'1i import a_module_nobody_installed' " + tree + "/megatron/core/tensor_parallel/utils.py").c_str()),
+            0);
+  const test_shell::Result run = test_shell::run_shell(
+      "cd / && PYTHONPATH=" + tree + " " + std::string(RECHECK_BINARY) + " run --cases 1 --sut python:" + tree +
+      "/megatron/core/tensor_parallel/random.py:CheckpointFunction --claims none --out " + ::testing::TempDir() +
+      "/broken-import-findings");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("ModuleNotFoundError: No module named 'a_module_nobody_installed'"), std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("broken-import-tree/megatron/core/tensor_parallel/utils.py:1"), std::string::npos)
+      << run.output;
+  EXPECT_EQ(run.output.find("put its source tree"), std::string::npos) << run.output;
+}
+
+// Bad arguments to the gate: one line naming what was wrong, exit 2 (1 means a regression).
+TEST(Python, the_gate_refuses_bad_arguments_in_one_line_with_exit_2) {
+  const std::string gate = std::string(RECHECK_SOURCE_DIR) + "/tools/gate-pr";
+  for (const std::string& args : {std::string("--base"), std::string("--base a --head b --cases abc"),
+                                  std::string("--base a --head b --claims"), std::string("--repo /tmp --base x --head y"),
+                                  std::string("--base /nonexistent --head /nonexistent")}) {
+    const test_shell::Result run = test_shell::run_shell(gate + " " + args + " --recheck " + RECHECK_BINARY +
+                                                         " --out " + ::testing::TempDir() + "/gate-bad-args");
+    EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
+    EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1) << args << "\n" << run.output;
+  }
 }
 
 TEST(Python, a_missing_module_is_refused_by_name) {
