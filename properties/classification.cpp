@@ -74,6 +74,11 @@ Classification classify(const Property& property, const Verdict& oracle, const V
 
 namespace {
 
+// Adds why a verdict was classified as it was to its evidence.
+void explain(Verdict& verdict, const std::string& why) {
+  verdict.detail += (verdict.detail.empty() ? "" : "; ") + why;
+}
+
 // The properties that compare the subject with eager mode which the sut holds and the oracle
 // fails: where the sut fixes the oracle's function, as eager autograd judges. Their names, joined.
 std::string fixed_against_eager(const std::vector<PropertyResult>& results) {
@@ -122,23 +127,25 @@ void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& resul
       if (unrestored != std::string::npos && r.sut.describe().find(kRngNotRestored) == std::string::npos &&
           oracle_text.substr(0, unrestored) == r.sut.describe()) {
         r.classification = Classification::fixed;
-        r.sut.detail += "; the same error as the oracle's, which alone left the RNG states unrestored";
-      } else if (r.classification == Classification::divergent && r.sut.iteration >= 0) {
-        const size_t parted = static_cast<size_t>(r.sut.iteration);
-        const std::optional<ErrorRecord> s = first_error_from(sut, parted);
-        const std::optional<ErrorRecord> o = first_error_from(oracle, parted);
-        const auto progress = [](const ErrorRecord& e) { return std::make_pair(e.phase == "backward", e.ops_completed); };
-        if (s && o && s->iteration == o->iteration && !(s->error == o->error) && progress(*s) > progress(*o)) {
-          r.classification = Classification::unreached;
-          r.sut.detail += "; raised after " + std::to_string(s->ops_completed) + " ops of iteration " +
-                          std::to_string(s->iteration) + " " + s->phase + ", past the oracle's error (after " +
-                          std::to_string(o->ops_completed) + " ops, " + o->phase + "): a point the oracle never reached";
-        } else if (s && o && s->iteration == o->iteration && !(s->error == o->error) && progress(*s) == progress(*o)) {
-          r.classification = Classification::pre_existing;
-          r.sut.detail += "; raised at the point the oracle raised its own (after " + std::to_string(s->ops_completed) +
-                          " ops of iteration " + std::to_string(s->iteration) + " " + s->phase +
-                          "), where eager mode did not: another message for a failure both have";
-        }
+        explain(r.sut, "the same error as the oracle's, which alone left the RNG states unrestored");
+        continue;
+      }
+      if (r.classification != Classification::divergent || r.sut.iteration < 0) continue;
+      const size_t parted = static_cast<size_t>(r.sut.iteration);
+      const std::optional<ErrorRecord> s = first_error_from(sut, parted);
+      const std::optional<ErrorRecord> o = first_error_from(oracle, parted);
+      if (!s || !o || s->iteration != o->iteration || s->error == o->error) continue;
+      const auto progress = [](const ErrorRecord& e) { return std::make_pair(e.phase == "backward", e.ops_completed); };
+      const std::string point = std::to_string(s->ops_completed) + " ops of iteration " + std::to_string(s->iteration) +
+                                " " + s->phase;
+      if (progress(*s) > progress(*o)) {
+        r.classification = Classification::unreached;
+        explain(r.sut, "raised after " + point + ", past the oracle's error (after " +
+                           std::to_string(o->ops_completed) + " ops, " + o->phase + "): a point the oracle never reached");
+      } else if (progress(*s) == progress(*o)) {
+        r.classification = Classification::pre_existing;
+        explain(r.sut, "raised at the point the oracle raised its own (after " + point +
+                           "), where eager mode did not: another message for a failure both have");
       }
     } else if (r.property == "recompute-fidelity" && !r.oracle.holds && !r.sut.holds &&
                r.sut.segment_record > r.oracle.segment_record && r.oracle.segment_record >= 0) {
@@ -147,17 +154,16 @@ void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& resul
       const Verdict there = find_property("recompute-fidelity")->check(from_there, runs);
       if (!there.holds && there.segment_record == r.sut.segment_record) {
         r.classification = Classification::pre_existing;
-        r.sut.detail += "; where the oracle first fails this run holds, and the oracle fails this call too";
+        explain(r.sut, "where the oracle first fails this run holds, and the oracle fails this call too");
       }
     } else if ((r.property == "grads-bitwise" || r.property == "grads-match-eager") && outputs != nullptr &&
                outputs->classification == Classification::pre_existing && r.sut.iteration >= outputs->sut.iteration) {
       r.classification = Classification::pre_existing;
-      r.sut.detail += std::string(r.sut.detail.empty() ? "" : "; ") + "both runs' " + outputs->sut.where +
-                      " already differs from eager mode's, the same way: the gradients of another loss";
+      explain(r.sut, "both runs' " + outputs->sut.where +
+                         " already differs from eager mode's, the same way: the gradients of another loss");
     } else if (r.property == "grads-bitwise" && match_eager != nullptr && !match_eager->oracle.holds) {
       r.classification = Classification::pre_existing;
-      r.sut.detail += std::string(r.sut.detail.empty() ? "" : "; ") +
-                      "the oracle's gradients are not eager mode's (grads-match-eager): no reference for these bits";
+      explain(r.sut, "the oracle's gradients are not eager mode's (grads-match-eager): no reference for these bits");
     }
   }
 }
@@ -169,9 +175,8 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
   const Runs runs{eager ? *eager : oracle, oracle};
   std::vector<PropertyResult> results;
   for (const Property& p : properties()) {
-    if (!choice.checks(p, claims)) continue;
+    if (!not_checked_because(p, claims, choice, oracle.code, sut.code, sut.implementation).empty()) continue;
     if (p.reads_eager && !eager) continue;
-    if (p.same_code_only && oracle.code != sut.code) continue;
     PropertyResult r;
     r.property = p.name;
     r.oracle = p.check(oracle, runs);
@@ -224,7 +229,7 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
     const bool divergent = r.classification == Classification::divergent;
     if (!compared && !divergent) continue;
     r.classification = compared ? Classification::fixed : Classification::pre_existing;
-    r.sut.detail += std::string(r.sut.detail.empty() ? "" : "; ") + why;
+    explain(r.sut, why);
   }
   return results;
 }
@@ -245,6 +250,20 @@ bool ClaimChoice::checks(const Property& property, ChangeClaims claims) const {
   if (!property.claim_of_change) return true;
   if (chosen) return held.count(property.name) != 0;
   return claims != ChangeClaims::not_applicable;
+}
+
+std::string not_checked_because(const Property& property, ChangeClaims claims, const ClaimChoice& choice,
+                                const std::string& oracle_code, const std::string& sut_code,
+                                const std::string& sut_name) {
+  if (!choice.checks(property, claims)) {
+    return choice.chosen ? "not a claim this run holds (--claims " + describe_claims(choice) + ")"
+                         : "a claim of the change, which " + sut_name + " does not make";
+  }
+  if (property.same_code_only && oracle_code != sut_code) {
+    return "allocations are compared only between runs of the same code: the sut runs " + sut_code + ", the oracle " +
+           oracle_code;
+  }
+  return "";
 }
 
 std::vector<std::string> claim_names() {

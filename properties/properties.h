@@ -115,6 +115,12 @@ struct ClaimChoice {
   // Whether the property named is checked under this choice and claims.
   bool checks(const Property& property, ChangeClaims claims) const;
 };
+// Why a run of the sut `sut_name` against the oracle (the code each runs) under these claims does
+// not check `property` whatever its cases: a claim not held, or allocations between different
+// code; "" when it checks it. check_properties leaves such a property out, and the report says why.
+std::string not_checked_because(const Property& property, ChangeClaims claims, const ClaimChoice& choice,
+                                const std::string& oracle_code, const std::string& sut_code,
+                                const std::string& sut_name);
 // The claims every property marked claim_of_change makes, in the properties' order.
 std::vector<std::string> claim_names();
 // "none", "clearing" (the clearing change's claims: every claim), or claim names joined by

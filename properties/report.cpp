@@ -182,13 +182,8 @@ std::map<std::string, std::string> properties_not_checked(const CheckpointImplem
                                                          const CheckpointImplementation& sut, const ClaimChoice& claims) {
   std::map<std::string, std::string> reasons;
   for (const Property& p : properties()) {
-    if (!claims.checks(p, sut.change_claims())) {
-      reasons[p.name] = claims.chosen ? "not a claim this run holds (--claims " + describe_claims(claims) + ")"
-                                      : "a claim of the change, which " + sut.name() + " does not make";
-    } else if (p.same_code_only && oracle.code() != sut.code()) {
-      reasons[p.name] = "allocations are compared only between runs of the same code: the sut runs " + sut.code() +
-                        ", the oracle " + oracle.code();
-    }
+    std::string reason = not_checked_because(p, sut.change_claims(), claims, oracle.code(), sut.code(), sut.name());
+    if (!reason.empty()) reasons[p.name] = std::move(reason);
   }
   return reasons;
 }
