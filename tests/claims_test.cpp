@@ -8,27 +8,12 @@
 #include "oracles/eager.h"
 #include "properties/generator.h"
 #include "properties/report.h"
+#include "tests/cases.h"
 
 namespace recheck {
 namespace {
 
-// One checkpoint that keeps its input past backward (a stash), with dropout from every source:
-// the non-clearing function leaves a .grad on that input, and a function that restores only the
-// CPU generator recomputes other dropout masks than its forward drew.
-const char* kStashedDropoutCase = R"({"format": "recheck-case", "version": 1, "seed": 4, "dtype": "float32",
-  "device": "cpu", "iterations": 2,
-  "leaves": [{"shape": [3, 3], "requires_grad": true, "fill": "randn"},
-             {"shape": [3, 3], "requires_grad": true, "fill": "randn"}],
-  "root": {"ops": [
-    {"op": "checkpoint", "distribute": false, "args": [{"ref": 0}, {"ref": 1}], "body": {"ops": [
-      {"op": "stash", "x": 0},
-      {"op": "matmul", "a": 0, "b": 1},
-      {"op": "random", "fn": "dropout", "source": "cpu", "p": 0.5, "x": 2},
-      {"op": "random", "fn": "noise", "source": "device", "p": 0.1, "x": 3},
-      {"op": "random", "fn": "dropout", "source": "tracker", "tracker_state": "model-parallel-rng", "p": 0.5, "x": 4}
-    ], "outputs": [5]}},
-    {"op": "unary", "fn": "tanh", "x": 2}
-  ], "outputs": [3]}})";
+using test_cases::kStashedDropoutCase;
 
 struct Runs3 {
   Observations eager, oracle, sut;

@@ -9,30 +9,17 @@
 #include "oracles/eager.h"
 #include "properties/generator.h"
 #include "properties/report.h"
+#include "tests/cases.h"
 
 namespace recheck {
 namespace {
 
 Case parse(const char* text) { return case_from_json(nlohmann::json::parse(text)); }
 
-// A checkpoint with dropout from every source, two iterations: every property holds on it.
-const char* kDropoutCase = R"({"format": "recheck-case", "version": 1, "seed": 4, "dtype": "float32",
-  "device": "cpu", "iterations": 2,
-  "leaves": [{"shape": [3, 3], "requires_grad": true, "fill": "randn"},
-             {"shape": [3, 3], "requires_grad": true, "fill": "randn"}],
-  "root": {"ops": [
-    {"op": "checkpoint", "distribute": false, "args": [{"ref": 0}, {"ref": 1}], "body": {"ops": [
-      {"op": "stash", "x": 0},
-      {"op": "matmul", "a": 0, "b": 1},
-      {"op": "random", "fn": "dropout", "source": "cpu", "p": 0.5, "x": 2},
-      {"op": "random", "fn": "noise", "source": "device", "p": 0.1, "x": 3},
-      {"op": "random", "fn": "dropout", "source": "tracker", "tracker_state": "model-parallel-rng", "p": 0.5, "x": 4}
-    ], "outputs": [5]}},
-    {"op": "unary", "fn": "tanh", "x": 2}
-  ], "outputs": [3]}})";
+using test_cases::kStashedDropoutCase;
 
 struct Fixture : ::testing::Test {
-  Case c = parse(kDropoutCase);
+  Case c = parse(kStashedDropoutCase);
   EagerExecution eager_impl;
   std::unique_ptr<CheckpointImplementation> oracle_impl = make_checkpoint("nonclearing");
   std::unique_ptr<CheckpointImplementation> sut_impl = make_checkpoint("clearing");

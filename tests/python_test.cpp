@@ -26,6 +26,7 @@
 #include "properties/report.h"
 #include "python/bridge.h"
 #include "suts/checkpoint.h"
+#include "tests/megatron_tree.h"
 #include "tests/shell.h"
 
 namespace recheck {
@@ -247,16 +248,6 @@ TEST(Python, the_pr_wrapper_clears_what_the_released_function_keeps) {
   EXPECT_EQ(released_result.classification, Classification::pre_existing);
 }
 
-// The path of megatron-core's random.py for the embedded Python, or "" without megatron-core.
-std::string megatron_random_py() {
-  // Python's warnings (megatron-core's, about Apex and Transformer Engine) kept out of the path.
-  std::string path = test_shell::run_shell("(" + std::string(RECHECK_PYTHON_EXECUTABLE) +
-                                           " -c 'import megatron.core.tensor_parallel.random as r; print(r.__file__)'"
-                                           " 2>/dev/null)").output;
-  while (!path.empty() && (path.back() == '\n' || path.back() == '\r')) path.pop_back();
-  return path;
-}
-
 // Real patches of megatron-core's random.py, made here from the installed file, each declared as
 // the change (python-change:FILE:CheckpointFunction, no wrapper): the correct one passes, and
 // each mistake fails in one run, by the property its mistake breaks.
@@ -317,115 +308,6 @@ TEST(Python, a_real_patch_declared_as_the_change_is_held_to_its_claims) {
       EXPECT_TRUE(regressions.count(property)) << patch.name << ": no " << property << " regression in 120 cases";
     }
   }
-}
-
-// tools/gate-pr on one checkout and two revisions, as a Megatron fork's CI runs it: a head that
-// clears correctly passes against its base (exit 0), a head that clears nothing fails (exit 1),
-// and each run leaves its JSON and JUnit XML reports.
-// The gate on a checkout made at test time, claiming nothing (the default) and claiming the
-// clearing change's claims (a .recheck-claims file in the head): claiming nothing, the clearing
-// change passes and a change that clears before backward collects (the gradients lost) fails;
-// claiming them, a head that does not clear fails grad-released.
-TEST(Python, the_pull_request_gate_passes_a_correct_head_and_fails_a_broken_one) {
-  const std::string original_path = megatron_random_py();
-  if (original_path.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
-  const std::string package = original_path.substr(0, original_path.find("/megatron/core/")) + "/megatron";
-  const std::string repo = ::testing::TempDir() + "/gate-repo";
-  const std::string file = repo + "/megatron/core/tensor_parallel/random.py";
-  const std::string git = "git -C " + repo + " -c user.email=recheck@test -c user.name=recheck ";
-  const std::string collect =
-      "        grads = tuple(inp.grad if isinstance(inp, torch.Tensor) else inp for inp in detached_inputs)\n";
-  const std::string clear =
-      "        for inp in detached_inputs:\n            if isinstance(inp, torch.Tensor):\n                inp.grad = None\n";
-  // A head commit: the base's random.py with `before` and `after` around the line that collects
-  // the gradients, and a .recheck-claims file when `claims` is not empty.
-  auto commit_head = [&](const std::string& before, const std::string& after, const std::string& claims) {
-    std::ifstream in(original_path);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    text.replace(text.find(collect), collect.size(), before + collect + after);
-    std::ofstream(file) << text;
-    if (!claims.empty()) std::ofstream(repo + "/.recheck-claims") << "# what this change claims\n" << claims << "\n";
-    return system((git + "add -A && " + git + "commit -qm head").c_str());
-  };
-  auto gate = [&](const std::string& out) {
-    return test_shell::run_shell(std::string(RECHECK_SOURCE_DIR) + "/tools/gate-pr --repo " + repo +
-                                 " --base HEAD~1 --head HEAD --cases 80 --seconds 0 --jobs 2 --recheck " +
-                                 RECHECK_BINARY + " --out " + out);
-  };
-  auto junit_of = [](const std::string& out) {
-    std::ifstream xml(out + "/slice.xml");
-    return std::string((std::istreambuf_iterator<char>(xml)), std::istreambuf_iterator<char>());
-  };
-  ASSERT_EQ(system(("rm -rf " + repo + " && mkdir -p " + repo + " && cp -r " + package + " " + repo + "/ && " + git +
-                    "init -q && " + git + "add -A && " + git + "commit -qm base").c_str()),
-            0);
-  const std::string reset = git + "reset -q --hard HEAD~1";
-
-  ASSERT_EQ(commit_head("", clear, ""), 0);
-  const auto correct = gate(::testing::TempDir() + "/gate-correct");
-  EXPECT_EQ(correct.exit_code, 0) << correct.output;
-  EXPECT_NE(correct.output.find("claims held: none (from the default)"), std::string::npos) << correct.output;
-  EXPECT_NE(junit_of(::testing::TempDir() + "/gate-correct").find("<skipped message=\"not a claim this run holds"),
-            std::string::npos);
-
-  ASSERT_EQ(system(reset.c_str()), 0);
-  ASSERT_EQ(commit_head(clear, "", ""), 0);
-  const std::string lost_out = ::testing::TempDir() + "/gate-lost";
-  const auto lost = gate(lost_out);
-  EXPECT_EQ(lost.exit_code, 1) << lost.output;
-  EXPECT_NE(junit_of(lost_out).find("name=\"grads-match-eager\">\n    <failure"), std::string::npos) << junit_of(lost_out);
-  // The summary names the finding and a replay line that runs as printed, from another folder.
-  const size_t replay = lost.output.find("replay: PYTHONPATH=");
-  ASSERT_NE(replay, std::string::npos) << lost.output;
-  const std::string line = lost.output.substr(replay + 8, lost.output.find('\n', replay) - replay - 8);
-  EXPECT_NE(line.find(std::string(RECHECK_BINARY) + " repro "), std::string::npos) << line;
-  EXPECT_EQ(test_shell::run_shell("cd / && " + line).exit_code, 1) << line;
-
-  ASSERT_EQ(system(reset.c_str()), 0);
-  ASSERT_EQ(commit_head("", "        pass\n", "clearing"), 0);
-  const std::string broken_out = ::testing::TempDir() + "/gate-broken";
-  const auto broken = gate(broken_out);
-  EXPECT_EQ(broken.exit_code, 1) << broken.output;
-  EXPECT_NE(broken.output.find("claims held: clearing (from the head's .recheck-claims)"), std::string::npos)
-      << broken.output;
-  EXPECT_NE(junit_of(broken_out).find("name=\"grad-released\">\n    <failure"), std::string::npos) << junit_of(broken_out);
-  EXPECT_TRUE(std::ifstream(broken_out + "/slice.json").good());
-  // Nothing is left registered in the user's checkout: the revisions were extracted, not checked out.
-  const auto worktrees = test_shell::run_shell(git + "worktree list --porcelain | grep -c '^worktree '");
-  EXPECT_EQ(worktrees.output, "1\n") << worktrees.output;
-}
-
-// The module name a tree's file is loaded under, and so every verdict, does not depend on the
-// folder the gate is run from: from a folder where the trees' paths are importable as packages
-// (trees.head.megatron...), the reports are the ones run from elsewhere.
-TEST(Python, the_gate_gives_the_same_verdicts_from_any_folder) {
-  const std::string original_path = megatron_random_py();
-  if (original_path.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
-  const std::string package = original_path.substr(0, original_path.find("/megatron/core/")) + "/megatron";
-  const std::string work = ::testing::TempDir() + "/gate-folders";
-  ASSERT_EQ(system(("rm -rf " + work + " && mkdir -p " + work + "/trees/base " + work + "/trees/head " + work +
-                    "/elsewhere && cp -r " + package + " " + work + "/trees/base/ && cp -r " + package + " " + work +
-                    "/trees/head/").c_str()),
-            0);
-  auto gate_from = [&](const std::string& folder, const std::string& out) {
-    return test_shell::run_shell("cd " + folder + " && " + std::string(RECHECK_SOURCE_DIR) +
-                                 "/tools/gate-pr --base trees/base --head trees/head --cases 40 --seconds 0 --recheck " +
-                                 RECHECK_BINARY + " --out " + out);
-  };
-  auto summary_of = [](const std::string& out) {
-    std::ifstream in(out + "/slice.json");
-    const nlohmann::json report = nlohmann::json::parse(in);
-    return report.at("summary").dump(1) + "\nlogged: " + report.value("logged", nlohmann::json()).dump();
-  };
-  ASSERT_EQ(system(("ln -s " + work + "/trees " + work + "/elsewhere/trees").c_str()), 0);
-  const auto inside = gate_from(work, work + "/out-inside");
-  const auto outside = gate_from(work + "/elsewhere", work + "/out-outside");
-  EXPECT_EQ(inside.exit_code, 0) << inside.output;
-  EXPECT_EQ(outside.exit_code, 0) << outside.output;
-  const std::string a = summary_of(work + "/out-inside");
-  EXPECT_EQ(a, summary_of(work + "/out-outside"));
-  // Allocations compared: both files load as the same code, megatron.core.tensor_parallel.random.
-  EXPECT_EQ(a.find("not_checked\": \"allocations"), std::string::npos) << a;
 }
 
 // A module whose tracker the bridge cannot use (no fork to enter a state through) is refused when
@@ -617,19 +499,6 @@ TEST(Python, an_import_failure_inside_a_tree_names_its_file_and_line_in_the_tree
   EXPECT_NE(run.output.find("broken-import-tree/megatron/core/tensor_parallel/utils.py:1"), std::string::npos)
       << run.output;
   EXPECT_EQ(run.output.find("put its source tree"), std::string::npos) << run.output;
-}
-
-// Bad arguments to the gate: one line naming what was wrong, exit 2 (1 means a regression).
-TEST(Python, the_gate_refuses_bad_arguments_in_one_line_with_exit_2) {
-  const std::string gate = std::string(RECHECK_SOURCE_DIR) + "/tools/gate-pr";
-  for (const std::string& args : {std::string("--base"), std::string("--base a --head b --cases abc"),
-                                  std::string("--base a --head b --claims"), std::string("--repo /tmp --base x --head y"),
-                                  std::string("--base /nonexistent --head /nonexistent")}) {
-    const test_shell::Result run = test_shell::run_shell(gate + " " + args + " --recheck " + RECHECK_BINARY +
-                                                         " --out " + ::testing::TempDir() + "/gate-bad-args");
-    EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
-    EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1) << args << "\n" << run.output;
-  }
 }
 
 TEST(Python, a_missing_module_is_refused_by_name) {

@@ -1,0 +1,25 @@
+// Cases several test files share, as JSON.
+#pragma once
+
+namespace recheck::test_cases {
+
+// A checkpoint with dropout from every source that keeps its first input past backward (a
+// stash), two iterations: every property holds on it for clearing; the non-clearing function
+// leaves a .grad on the stashed input, and a function that restores only the CPU generator
+// recomputes other dropout masks than its forward drew.
+inline const char* const kStashedDropoutCase = R"({"format": "recheck-case", "version": 1, "seed": 4,
+  "dtype": "float32", "device": "cpu", "iterations": 2,
+  "leaves": [{"shape": [3, 3], "requires_grad": true, "fill": "randn"},
+             {"shape": [3, 3], "requires_grad": true, "fill": "randn"}],
+  "root": {"ops": [
+    {"op": "checkpoint", "distribute": false, "args": [{"ref": 0}, {"ref": 1}], "body": {"ops": [
+      {"op": "stash", "x": 0},
+      {"op": "matmul", "a": 0, "b": 1},
+      {"op": "random", "fn": "dropout", "source": "cpu", "p": 0.5, "x": 2},
+      {"op": "random", "fn": "noise", "source": "device", "p": 0.1, "x": 3},
+      {"op": "random", "fn": "dropout", "source": "tracker", "tracker_state": "model-parallel-rng", "p": 0.5, "x": 4}
+    ], "outputs": [5]}},
+    {"op": "unary", "fn": "tanh", "x": 2}
+  ], "outputs": [3]}})";
+
+}  // namespace recheck::test_cases

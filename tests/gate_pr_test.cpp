@@ -1,0 +1,139 @@
+// tools/gate-pr, the pull-request gate, run as a user's CI runs it: on a checkout made at test
+// time, from different folders, with bad arguments.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/megatron_tree.h"
+#include "tests/shell.h"
+
+namespace recheck {
+namespace {
+
+// The gate on a checkout made at test time, claiming nothing (the default) and claiming the
+// clearing change's claims (a .recheck-claims file in the head): claiming nothing, the clearing
+// change passes and a change that clears before backward collects (the gradients lost) fails;
+// claiming them, a head that does not clear fails grad-released.
+TEST(Python, the_pull_request_gate_passes_a_correct_head_and_fails_a_broken_one) {
+  const std::string original_path = megatron_random_py();
+  if (original_path.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
+  const std::string package = original_path.substr(0, original_path.find("/megatron/core/")) + "/megatron";
+  const std::string repo = ::testing::TempDir() + "/gate-repo";
+  const std::string file = repo + "/megatron/core/tensor_parallel/random.py";
+  const std::string git = "git -C " + repo + " -c user.email=recheck@test -c user.name=recheck ";
+  const std::string collect =
+      "        grads = tuple(inp.grad if isinstance(inp, torch.Tensor) else inp for inp in detached_inputs)\n";
+  const std::string clear =
+      "        for inp in detached_inputs:\n            if isinstance(inp, torch.Tensor):\n                inp.grad = None\n";
+  // A head commit: the base's random.py with `before` and `after` around the line that collects
+  // the gradients, and a .recheck-claims file when `claims` is not empty.
+  auto commit_head = [&](const std::string& before, const std::string& after, const std::string& claims) {
+    std::ifstream in(original_path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text.replace(text.find(collect), collect.size(), before + collect + after);
+    std::ofstream(file) << text;
+    if (!claims.empty()) std::ofstream(repo + "/.recheck-claims") << "# what this change claims\n" << claims << "\n";
+    return system((git + "add -A && " + git + "commit -qm head").c_str());
+  };
+  auto gate = [&](const std::string& out) {
+    return test_shell::run_shell(std::string(RECHECK_SOURCE_DIR) + "/tools/gate-pr --repo " + repo +
+                                 " --base HEAD~1 --head HEAD --cases 80 --seconds 0 --jobs 2 --recheck " +
+                                 RECHECK_BINARY + " --out " + out);
+  };
+  auto junit_of = [](const std::string& out) {
+    std::ifstream xml(out + "/slice.xml");
+    return std::string((std::istreambuf_iterator<char>(xml)), std::istreambuf_iterator<char>());
+  };
+  ASSERT_EQ(system(("rm -rf " + repo + " && mkdir -p " + repo + " && cp -r " + package + " " + repo + "/ && " + git +
+                    "init -q && " + git + "add -A && " + git + "commit -qm base").c_str()),
+            0);
+  const std::string reset = git + "reset -q --hard HEAD~1";
+
+  ASSERT_EQ(commit_head("", clear, ""), 0);
+  const auto correct = gate(::testing::TempDir() + "/gate-correct");
+  EXPECT_EQ(correct.exit_code, 0) << correct.output;
+  EXPECT_NE(correct.output.find("claims held: none (from the default)"), std::string::npos) << correct.output;
+  EXPECT_NE(junit_of(::testing::TempDir() + "/gate-correct").find("<skipped message=\"not a claim this run holds"),
+            std::string::npos);
+
+  ASSERT_EQ(system(reset.c_str()), 0);
+  ASSERT_EQ(commit_head(clear, "", ""), 0);
+  const std::string lost_out = ::testing::TempDir() + "/gate-lost";
+  const auto lost = gate(lost_out);
+  EXPECT_EQ(lost.exit_code, 1) << lost.output;
+  EXPECT_NE(junit_of(lost_out).find("name=\"grads-match-eager\">\n    <failure"), std::string::npos) << junit_of(lost_out);
+  // The summary names the finding and a replay line that runs as printed, from another folder.
+  const size_t replay = lost.output.find("replay: PYTHONPATH=");
+  ASSERT_NE(replay, std::string::npos) << lost.output;
+  const std::string line = lost.output.substr(replay + 8, lost.output.find('\n', replay) - replay - 8);
+  EXPECT_NE(line.find(std::string(RECHECK_BINARY) + " repro "), std::string::npos) << line;
+  EXPECT_EQ(test_shell::run_shell("cd / && " + line).exit_code, 1) << line;
+
+  ASSERT_EQ(system(reset.c_str()), 0);
+  ASSERT_EQ(commit_head("", "        pass\n", "clearing"), 0);
+  const std::string broken_out = ::testing::TempDir() + "/gate-broken";
+  const auto broken = gate(broken_out);
+  EXPECT_EQ(broken.exit_code, 1) << broken.output;
+  EXPECT_NE(broken.output.find("claims held: clearing (from the head's .recheck-claims)"), std::string::npos)
+      << broken.output;
+  EXPECT_NE(junit_of(broken_out).find("name=\"grad-released\">\n    <failure"), std::string::npos) << junit_of(broken_out);
+  EXPECT_TRUE(std::ifstream(broken_out + "/slice.json").good());
+  // Nothing is left registered in the user's checkout: the revisions were extracted, not checked out.
+  const auto worktrees = test_shell::run_shell(git + "worktree list --porcelain | grep -c '^worktree '");
+  EXPECT_EQ(worktrees.output, "1\n") << worktrees.output;
+}
+
+// The module name a tree's file is loaded under, and so every verdict, does not depend on the
+// folder the gate is run from: from a folder where the trees' paths are importable as packages
+// (trees.head.megatron...), the reports are the ones run from elsewhere.
+TEST(Python, the_gate_gives_the_same_verdicts_from_any_folder) {
+  const std::string original_path = megatron_random_py();
+  if (original_path.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
+  const std::string package = original_path.substr(0, original_path.find("/megatron/core/")) + "/megatron";
+  const std::string work = ::testing::TempDir() + "/gate-folders";
+  ASSERT_EQ(system(("rm -rf " + work + " && mkdir -p " + work + "/trees/base " + work + "/trees/head " + work +
+                    "/elsewhere && cp -r " + package + " " + work + "/trees/base/ && cp -r " + package + " " + work +
+                    "/trees/head/").c_str()),
+            0);
+  auto gate_from = [&](const std::string& folder, const std::string& out) {
+    return test_shell::run_shell("cd " + folder + " && " + std::string(RECHECK_SOURCE_DIR) +
+                                 "/tools/gate-pr --base trees/base --head trees/head --cases 40 --seconds 0 --recheck " +
+                                 RECHECK_BINARY + " --out " + out);
+  };
+  auto summary_of = [](const std::string& out) {
+    std::ifstream in(out + "/slice.json");
+    const nlohmann::json report = nlohmann::json::parse(in);
+    return report.at("summary").dump(1) + "\nlogged: " + report.value("logged", nlohmann::json()).dump();
+  };
+  ASSERT_EQ(system(("ln -s " + work + "/trees " + work + "/elsewhere/trees").c_str()), 0);
+  const auto inside = gate_from(work, work + "/out-inside");
+  const auto outside = gate_from(work + "/elsewhere", work + "/out-outside");
+  EXPECT_EQ(inside.exit_code, 0) << inside.output;
+  EXPECT_EQ(outside.exit_code, 0) << outside.output;
+  const std::string a = summary_of(work + "/out-inside");
+  EXPECT_EQ(a, summary_of(work + "/out-outside"));
+  // Allocations compared: both files load as the same code, megatron.core.tensor_parallel.random.
+  EXPECT_EQ(a.find("not_checked\": \"allocations"), std::string::npos) << a;
+}
+
+// Bad arguments to the gate: one line naming what was wrong, exit 2 (1 means a regression).
+TEST(Python, the_gate_refuses_bad_arguments_in_one_line_with_exit_2) {
+  const std::string gate = std::string(RECHECK_SOURCE_DIR) + "/tools/gate-pr";
+  for (const std::string& args : {std::string("--base"), std::string("--base a --head b --cases abc"),
+                                  std::string("--base a --head b --claims"), std::string("--repo /tmp --base x --head y"),
+                                  std::string("--base /nonexistent --head /nonexistent")}) {
+    const test_shell::Result run = test_shell::run_shell(gate + " " + args + " --recheck " + RECHECK_BINARY +
+                                                         " --out " + ::testing::TempDir() + "/gate-bad-args");
+    EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
+    EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1) << args << "\n" << run.output;
+  }
+}
+
+}  // namespace
+}  // namespace recheck
