@@ -21,6 +21,7 @@
 #include "core/logged.h"
 #include "core/memory.h"
 #include "embedded/bridge_py.h"
+#include "embedded/loading_py.h"
 #include "embedded/pr_wrapper_py.h"
 #include "suts/checkpoint.h"
 #include "core/rng.h"
@@ -207,9 +208,11 @@ class Interpreter {
       }
       py::object module = py::module_::import("types").attr("ModuleType")("recheck_bridge");
       // The Python half (python/bridge.py: the CPU shim for the CUDA RNG calls Megatron makes,
-      // the two calling conventions, the tracker and flag accessors) and the PR's change as a
-      // wrapper (python/pr_wrapper.py), embedded at build time.
+      // the two calling conventions, the tracker and flag accessors; python/loading.py: loading
+      // the code under test, and why it could not be) and the PR's change as a wrapper
+      // (python/pr_wrapper.py), embedded at build time.
       py::exec(embedded::kBridgePy, module.attr("__dict__"));
+      py::exec(embedded::kLoadingPy, module.attr("__dict__"));
       py::exec(embedded::kPrWrapperPy, module.attr("__dict__"));
       sys.attr("modules")["recheck_bridge"] = module;
       bridge_ = py::reinterpret_borrow<py::module_>(module);
