@@ -78,6 +78,9 @@ class CheckpointImplementation {
   // variant), and putting it down before a run.
   virtual bool checkpointing_flag() const;
   virtual void reset_checkpointing_flag();
+  // Whether it keeps one at all: a Megatron tree from before the flag, or another function
+  // (PyTorch's checkpoint), keeps none, and flag-in-body says it was not checked.
+  virtual bool keeps_checkpointing_flag() const { return true; }
   // Waits until work it started on threads of its own has let go of the run's tensors (a
   // collective, on gloo's worker thread), before recheck reads what the run holds: otherwise a
   // block freed a moment late would count as held.

@@ -38,16 +38,35 @@ const at::Tensor& expect_tensor(const Value& value, const char* op) {
   return as_tensor(value);
 }
 
-void collect_sites(const Segment& segment, const std::string& path,
-                   std::map<const Checkpoint*, std::string>& sites) {
+// Where each checkpoint op sits, and each stash op in the case's order of its ops.
+struct Sites {
+  std::map<const Checkpoint*, std::string> checkpoints;
+  std::vector<std::pair<const Stash*, std::string>> stashes;
+};
+
+void collect_sites(const Segment& segment, const std::string& path, Sites& sites) {
   for (size_t i = 0; i < segment.ops.size(); ++i) {
     const Op& op = segment.ops[i];
+    const std::string site = path + ".ops[" + std::to_string(i) + "]";
+    if (const auto* stash = std::get_if<Stash>(&op)) sites.stashes.emplace_back(stash, site);
     const Segment* body = op_body(op);
     if (!body) continue;
-    const std::string site = path + ".ops[" + std::to_string(i) + "]";
-    if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) sites[checkpoint] = site;
+    if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) sites.checkpoints[checkpoint] = site;
     collect_sites(*body, site + ".body", sites);
   }
+}
+
+// A non-tensor as its type and value: "int 3", "str 'a'", "None".
+std::string describe_non_tensor(const Value& value) {
+  struct Describe {
+    std::string operator()(None) const { return "None"; }
+    std::string operator()(const at::Tensor&) const { return "Tensor"; }
+    std::string operator()(int64_t x) const { return "int " + std::to_string(x); }
+    std::string operator()(double x) const { return "float " + std::to_string(x); }
+    std::string operator()(bool x) const { return std::string("bool ") + (x ? "True" : "False"); }
+    std::string operator()(const std::string& x) const { return "str '" + x + "'"; }
+  };
+  return std::visit(Describe{}, value);
 }
 
 std::atomic<int64_t> g_value_element_limit{Limits{}.leaf_elements};
@@ -72,10 +91,12 @@ class Interpreter {
 
   ~Interpreter() { stash_.clear(); }
 
-  Values run_segment(const Segment& segment, const Values& inputs) {
+  // `flag_reads`: where a checkpoint's body reads the is-checkpointing flag, before each op.
+  Values run_segment(const Segment& segment, const Values& inputs, std::vector<bool>* flag_reads = nullptr) {
     Values values = inputs;
     values.reserve(segment_value_count(segment, static_cast<int>(inputs.size())));
     for (const Op& op : segment.ops) {
+      if (flag_reads != nullptr) flag_reads->push_back(implementation_.checkpointing_flag());
       Values outputs = std::visit([&](const auto& o) { return run(o, values); }, op);
       ++obs_.op_executions;
       for (Value& output : outputs) values.push_back(std::move(output));
@@ -92,6 +113,29 @@ class Interpreter {
     watched_.clear();
     produced_->clear();
     scopes_->reset();
+  }
+
+  // What every stash op that ran keeps now (IterationRecord::stashed).
+  std::vector<StashRecord> stashed() const {
+    std::vector<StashRecord> records;
+    for (const auto& [op, site] : sites_.stashes) {
+      const auto kept = stash_.find(op);
+      if (kept == stash_.end()) continue;
+      StashRecord record;
+      record.site = site;
+      record.tensor = is_tensor(kept->second);
+      if (!record.tensor) {
+        record.value = describe_non_tensor(kept->second);
+      } else if (const at::Tensor& t = as_tensor(kept->second); t.defined()) {
+        record.requires_grad = t.requires_grad();
+        record.is_leaf = t.is_leaf();
+        record.version = static_cast<int64_t>(t._version());
+        record.data = clone_for_record(t);
+        if (t.is_leaf()) record.grad = clone_for_record(t.grad());  // a non-leaf's .grad is never populated
+      }
+      records.push_back(std::move(record));
+    }
+    return records;
   }
 
   // `returned_only`: only the inputs of checkpoint calls whose backward returned (after an
@@ -355,7 +399,7 @@ class Interpreter {
     std::optional<size_t> record;
     if (options_.record_segment_calls) {
       record = obs_.segment_calls.size();
-      obs_.segment_calls.push_back({sites_.at(&op), iteration, {}, {}});
+      obs_.segment_calls.push_back({sites_.checkpoints.at(&op), iteration, {}, {}, {}});
     }
     const Segment* body = &*op.body;
     auto calls = std::make_shared<int>(0);
@@ -363,14 +407,25 @@ class Interpreter {
     RunFunction run_function = [this, &op, body, record, calls, returned](const Values& inputs) {
       // Every call after the first is a recomputation, and so is all that runs inside it.
       const bool recomputation = (*calls)++ > 0;
-      if (recomputation) watch_recomputation_inputs(sites_.at(&op), inputs, returned);
+      if (recomputation) watch_recomputation_inputs(sites_.checkpoints.at(&op), inputs, returned);
       struct Count {  // counts this call while it runs, also when it throws
         int& in_progress;
         bool counted;
         ~Count() { in_progress -= counted; }
       } count{recomputing_ += recomputation, recomputation};
       if (record) obs_.segment_calls[*record].autocast.push_back(compat::autocast_states());
-      Values outputs = run_segment(*body, inputs);
+      // The flag as the body sees it, before each of its ops and once they returned: this
+      // call's readings, kept also when it raises.
+      struct ReadFlag {
+        Observations& obs;
+        std::optional<size_t> record;
+        std::vector<bool> reads;
+        ~ReadFlag() {
+          if (record) obs.segment_calls[*record].flag_reads.push_back(std::move(reads));
+        }
+      } read_flag{obs_, obs_.keeps_checkpointing_flag ? record : std::nullopt, {}};
+      Values outputs = run_segment(*body, inputs, read_flag.record ? &read_flag.reads : nullptr);
+      if (read_flag.record) read_flag.reads.push_back(implementation_.checkpointing_flag());
       if (record) {
         std::vector<at::Tensor> recorded;
         for (const Value& output : outputs) recorded.push_back(is_tensor(output) ? clone_for_record(as_tensor(output)) : at::Tensor());
@@ -380,7 +435,7 @@ class Interpreter {
     };
     Values outputs;
     {
-      const std::string& site = sites_.at(&op);
+      const std::string& site = sites_.checkpoints.at(&op);
       scopes_->enter(site, "forward");
       struct Leave {
         AllocationScopes& scopes;
@@ -388,7 +443,7 @@ class Interpreter {
       } leave{*scopes_};
       outputs = implementation_.apply(run_function, op.distribute, args);
     }
-    scope_backward_of(sites_.at(&op), outputs);
+    scope_backward_of(sites_.checkpoints.at(&op), outputs);
     mark_when_backward_returns(outputs, returned);
     if (outputs.size() != op.body->outputs.size()) {
       throw PythonError("RuntimeError", implementation_.name() + " returned " + std::to_string(outputs.size()) +
@@ -402,7 +457,7 @@ class Interpreter {
   CheckpointImplementation& implementation_;
   const RunOptions& options_;
   Observations& obs_;
-  std::map<const Checkpoint*, std::string> sites_;
+  Sites sites_;
   std::map<const Stash*, Value> stash_;
   int recomputing_ = 0;  // recomputations in progress
   std::vector<Watched> watched_;  // this iteration's recomputation inputs
@@ -434,6 +489,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
   Observations obs;
   obs.implementation = implementation.name();
   obs.code = implementation.code();
+  obs.keeps_checkpointing_flag = implementation.keeps_checkpointing_flag();
   obs.device = c.device;
   const bool on_cuda = c.device == "cuda";
   rng::use_device(on_cuda ? rng::Device::cuda : rng::Device::cpu);
@@ -516,6 +572,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
       record.outputs.clear();
       record.loss = at::Tensor();
       record.detached_inputs_holding_grad = interpreter.recomputation_inputs_holding_grad(/*returned_only=*/true);
+      record.stashed = interpreter.stashed();
       (void)interpreter.release_recomputation_grads();
       for (const at::Tensor& leaf : leaves) {
         record.leaf_grads.push_back(clone_for_record(leaf.grad()));
@@ -543,6 +600,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
     }
     record.detached_inputs_holding_grad = interpreter.recomputation_inputs_holding_grad();
     record.gradients_held_elsewhere = interpreter.produced_gradients_held_elsewhere(leaves);
+    record.stashed = interpreter.stashed();
     // Then the recomputation inputs let go of their .grad, as clearing has them do in backward:
     // what that frees is what clearing saves, and every run starts the next iteration without it.
     const int64_t released = interpreter.release_recomputation_grads();

@@ -49,6 +49,20 @@ struct ErrorRecord {
   int64_t ops_completed = 0;
 };
 
+// What a stash op keeps, as the user who stashed it finds it after the iteration (before recheck
+// lets go of the recomputation inputs' .grad): in a checkpoint's body, the value of its last call,
+// which after backward is the recomputation's (a detached input, or what the body made of one).
+struct StashRecord {
+  std::string site;           // the stash op, e.g. "root.ops[2].body.ops[1]"
+  bool tensor = false;        // a tensor; otherwise `value` names what was stashed
+  std::string value;          // a non-tensor: its type and value ("int 3", "None")
+  bool requires_grad = false;
+  bool is_leaf = false;
+  int64_t version = 0;        // the tensor's version counter (`_version`)
+  at::Tensor data;            // cloned
+  at::Tensor grad;            // its .grad, cloned; undefined when it has none
+};
+
 // One iteration of a run: what it computed, and the state it left. An iteration that raised
 // (`error` set) has no outputs or loss; its leaves, RNG states, flag and recomputation inputs
 // are the state the error left, as the caller sees it once the exception reached it.
@@ -68,6 +82,8 @@ struct IterationRecord {
   // Every gradient that autograd handed a recomputation input and that is still alive although
   // neither a leaf's .grad nor a live recomputation input holds it (weak references).
   std::vector<std::string> gradients_held_elsewhere;
+  // What every stash op that ran keeps, in the case's order of its ops; after an error too.
+  std::vector<StashRecord> stashed;
   // Set when the iteration raised. After an error only the recomputation inputs of checkpoint
   // calls whose backward returned are listed above (those of a backward the error cut short
   // were never collected, so the change has nothing to clear), gradients_held_elsewhere is
@@ -84,6 +100,11 @@ struct SegmentCall {
   // The autocast state each call started in, one that raised included (then the last, with no
   // outputs above): a recomputation must see forward's.
   std::vector<compat::AutocastStates> autocast;
+  // is_checkpointing() as each call's body saw it: before each of the body's own ops (body.ops[n]
+  // is reading n) and once the last returned (reading ops.size()); not inside a region or a
+  // nested checkpoint: the flag is one global, and the body's next op reads what they left. A
+  // call that raised keeps the readings it made. Empty where the implementation keeps no flag.
+  std::vector<std::vector<bool>> flag_reads;
 };
 
 struct Observations {
@@ -98,6 +119,7 @@ struct Observations {
   // iteration: the reference for a state it adds that eager mode's tracker does not keep
   // (rng-restored judges a tracker by what its states do, not by the port's list of names).
   std::map<std::string, std::vector<uint8_t>> tracker_seeded;
+  bool keeps_checkpointing_flag = true;  // CheckpointImplementation::keeps_checkpointing_flag
   std::optional<ErrorRecord> error;  // the first error (also in its iteration's record)
   std::vector<SegmentCall> segment_calls;
   int64_t op_executions = 0;

@@ -14,6 +14,8 @@ class EagerExecution : public CheckpointImplementation {
                const Values& args) override {
     return run_function(args);
   }
+  // No checkpoint sets the flag here: nothing for a body to read.
+  bool keeps_checkpointing_flag() const override { return false; }
 };
 
 }  // namespace recheck

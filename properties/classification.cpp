@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "properties/properties.h"
+#include "properties/body_state.h"
 
 namespace recheck {
 
@@ -39,7 +40,12 @@ bool reached(const Verdict& failed, const Observations& run) {
   if (failed.segment_record >= 0) {
     const size_t record = static_cast<size_t>(failed.segment_record);
     if (record >= run.segment_calls.size() || run.segment_calls[record].iteration != failed.iteration) return false;
-    return static_cast<int>(run.segment_calls[record].calls.size()) > failed.call;
+    const SegmentCall& call = run.segment_calls[record];
+    if (failed.reading >= 0) {
+      const size_t k = static_cast<size_t>(failed.call);
+      return k < call.flag_reads.size() && static_cast<int>(call.flag_reads[k].size()) > failed.reading;
+    }
+    return static_cast<int>(call.calls.size()) > failed.call;
   }
   if (failed.iteration < 0) return true;
   const size_t i = static_cast<size_t>(failed.iteration);
@@ -111,6 +117,9 @@ std::string fixed_against_eager(const std::vector<PropertyResult>& results) {
 //    a later one: the oracle, judged from that later call on, fails that call too (`pre-existing`:
 //    the sut fixed the first and shares the second, whose numbers the oracle's first bug may
 //    move) or not (divergent, as ever).
+//  - stash-kept: the first stash the two runs keep differently holds, in the sut's run, what
+//    eager mode's stash there holds (data and requires_grad) and, in the oracle's, not: the sut
+//    fixed what the base left the user, `fixed` (stash_fixed_against_eager).
 void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& results, const Observations& oracle,
                                               const Observations& sut, const Runs& runs) {
   const PropertyResult* match_eager = nullptr;
@@ -161,6 +170,11 @@ void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& resul
       r.classification = Classification::pre_existing;
       explain(r.sut, "both runs' " + outputs->sut.where +
                          " already differs from eager mode's, the same way: the gradients of another loss");
+    } else if (r.property == "stash-kept" && r.oracle.holds && r.sut.iteration >= 0) {
+      if (const auto site = stash_fixed_against_eager(runs.eager, oracle, sut, static_cast<size_t>(r.sut.iteration))) {
+        r.classification = Classification::fixed;
+        explain(r.sut, "eager mode's stash at " + *site + " holds this run's data and requires_grad, the oracle's does not");
+      }
     } else if (r.property == "grads-bitwise" && match_eager != nullptr && !match_eager->oracle.holds) {
       r.classification = Classification::pre_existing;
       explain(r.sut, "the oracle's gradients are not eager mode's (grads-match-eager): no reference for these bits");
@@ -175,7 +189,9 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
   const Runs runs{eager ? *eager : oracle, oracle};
   std::vector<PropertyResult> results;
   for (const Property& p : properties()) {
-    if (!not_checked_because(p, claims, choice, oracle.code, sut.code, sut.implementation).empty()) continue;
+    const CodeChecked code{oracle.code, sut.code, sut.implementation, oracle.keeps_checkpointing_flag,
+                           sut.keeps_checkpointing_flag};
+    if (!not_checked_because(p, claims, choice, code).empty()) continue;
     if (p.reads_eager && !eager) continue;
     PropertyResult r;
     r.property = p.name;
@@ -246,22 +262,35 @@ std::vector<PropertyResult> check_properties_without_eager(const Observations& o
   return check_all(nullptr, oracle, sut, claims, choice);
 }
 
+// Unchosen, a sut that makes the change's claims holds every one; released code (like_oracle)
+// is still checked on them, compared with the oracle, but claims nothing.
+bool ClaimChoice::holds_claim(const std::string& claim, ChangeClaims claims) const {
+  if (chosen) return held.count(claim) != 0;
+  return claims == ChangeClaims::made;
+}
+
 bool ClaimChoice::checks(const Property& property, ChangeClaims claims) const {
+  if (property.yields_to_claim != nullptr && holds_claim(property.yields_to_claim, claims)) return false;
   if (!property.claim_of_change) return true;
   if (chosen) return held.count(property.name) != 0;
   return claims != ChangeClaims::not_applicable;
 }
 
 std::string not_checked_because(const Property& property, ChangeClaims claims, const ClaimChoice& choice,
-                                const std::string& oracle_code, const std::string& sut_code,
-                                const std::string& sut_name) {
+                                const CodeChecked& code) {
+  if (property.yields_to_claim != nullptr && choice.holds_claim(property.yields_to_claim, claims)) {
+    return std::string("the run holds the claim ") + property.yields_to_claim + ", which changes what it compares";
+  }
   if (!choice.checks(property, claims)) {
     return choice.chosen ? "not a claim this run holds (--claims " + describe_claims(choice) + ")"
-                         : "a claim of the change, which " + sut_name + " does not make";
+                         : "a claim of the change, which " + code.sut_name + " does not make";
   }
-  if (property.same_code_only && oracle_code != sut_code) {
-    return "allocations are compared only between runs of the same code: the sut runs " + sut_code + ", the oracle " +
-           oracle_code;
+  if (property.same_code_only && code.oracle_code != code.sut_code) {
+    return "allocations are compared only between runs of the same code: the sut runs " + code.sut_code +
+           ", the oracle " + code.oracle_code;
+  }
+  if (property.reads_checkpointing_flag && !(code.oracle_keeps_flag && code.sut_keeps_flag)) {
+    return "the " + std::string(code.sut_keeps_flag ? "oracle's" : "sut's") + " code keeps no is-checkpointing flag";
   }
   return "";
 }

@@ -15,8 +15,9 @@ namespace recheck {
 
 namespace {
 
-const char* const kProperties[] = {"grads-bitwise",     "outputs-bitwise", "recompute-fidelity", "grads-match-eager",
-                                   "rng-restored",      "errors-match",    "no-side-effects",    "grad-released"};
+const char* const kProperties[] = {"grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager",
+                                   "rng-restored",  "errors-match",    "no-side-effects",    "flag-in-body",
+                                   "stash-kept",    "stash-grads",     "grad-released"};
 
 std::string py_string(const std::string& s) {
   std::string out = "\"";
@@ -107,15 +108,19 @@ class SegmentWriter {
  public:
   std::string functions;
 
-  int write(const Segment& segment, const std::string& site) {
+  // A checkpoint's body reads the is-checkpointing flag before each of its ops and once they
+  // returned, as recheck's interpreter does (flag-in-body).
+  int write(const Segment& segment, const std::string& site, bool checkpoint_body = false) {
     const int id = next_++;
     std::ostringstream body;
     body << "def seg_" << id << "(run, *inputs):\n";
     body << "    v = list(inputs)\n";
     for (size_t i = 0; i < segment.ops.size(); ++i) {
       const std::string op_site = site + ".ops[" + std::to_string(i) + "]";
+      if (checkpoint_body) body << "    run.read_flag()\n";
       body << "    " << line(segment.ops[i], op_site) << "\n";
     }
+    if (checkpoint_body) body << "    run.read_flag()\n";
     body << "    return (";
     for (int o : segment.outputs) body << "v[" << o << "], ";
     body << ")\n\n\n";
@@ -188,7 +193,7 @@ class SegmentWriter {
              "(run, " + args + "))";
     }
     const auto& c = std::get<Checkpoint>(op);
-    const int body = write(*c.body, site + ".body");
+    const int body = write(*c.body, site + ".body", /*checkpoint_body=*/true);
     std::string args;
     for (const Arg& a : c.args) args += py_arg(a) + ", ";
     return "v.extend(run.call_checkpoint(" + py_string(site) + ", seg_" + std::to_string(body) + ", " +

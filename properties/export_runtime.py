@@ -101,10 +101,28 @@ class Run:
         self.calls = []
         self.detached = []
         self.iteration = 0
+        self.reads = []  # the flag readings of each checkpoint body call running, innermost last
+
+    def read_flag(self):
+        self.reads[-1].append(bool(getattr(megatron_random, "IS_CHECKPOINTING", False)))
+
+    def stashed(self):
+        """What each stash op keeps, as its user finds it: (site, what it is, and for a tensor
+        requires_grad, is_leaf, _version, its data and its .grad)."""
+        kept = {}
+        for site, value in self.stash.items():
+            if not torch.is_tensor(value):
+                kept[site] = {"what": "None" if value is None else f"{type(value).__name__} {value!r}"}
+                continue
+            kept[site] = {"what": "a tensor", "requires_grad": value.requires_grad, "is_leaf": value.is_leaf,
+                          "version": value._version, "data": keep(value),
+                          "grad": keep(value.grad) if value.is_leaf else None}
+        return kept
 
     def call_checkpoint(self, site, body, distribute, args):
-        started, calls, returned, states = [0], [], [False], []
-        self.calls.append({"site": site, "iteration": self.iteration, "calls": calls, "autocast": states})
+        started, calls, returned, states, flags = [0], [], [False], [], []
+        self.calls.append({"site": site, "iteration": self.iteration, "calls": calls, "autocast": states,
+                           "flags": flags})
 
         def run_function(*inputs):
             recompute = started[0] > 0
@@ -115,9 +133,12 @@ class Run:
                     if torch.is_tensor(t):
                         self.detached.append((f"{site} input {i}", weakref.ref(t), returned))
                 self.recomputing += 1
+            flags.append([])
+            self.reads.append(flags[-1])
             try:
                 outputs = body(self, *inputs)
             finally:
+                self.reads.pop()
                 if recompute:
                     self.recomputing -= 1
             calls.append([keep(o) for o in outputs])
@@ -194,6 +215,7 @@ def run_case(checkpoint):
                                 "message": str(error), "rng": rng_snapshot(), "rng_at_start": start}}
             seen["error"] = seen["error"] or record["error"]
             outputs = loss = None  # the graph goes with them, as it does in recheck
+        record["stashed"] = run.stashed()
         record["leaf_grads"] = [keep(leaf.grad) for leaf in leaves]
         record["leaf_data"] = [keep(leaf) for leaf in leaves]
         record["rng"] = rng_snapshot()
@@ -319,6 +341,36 @@ def check(prop, subject, eager, oracle):
                 return f"after {at(i, s)}: is-checkpointing flag {s['flag']}, eager {e['flag']}"
             if s["autocast"] != e["autocast"]:
                 return f"after {at(i, s)}: autocast (cpu, cuda) left {s['autocast']}, eager {e['autocast']}"
+    elif prop == "flag-in-body":
+        for call in subject["calls"]:
+            for k, reads in enumerate(call["flags"]):
+                for n, flag in enumerate(reads):
+                    if flag:
+                        continue
+                    returned = n + 1 == len(reads) and k < len(call["calls"])
+                    point = f"once {call['site']}.body returned" if returned else f"before {call['site']}.body.ops[{n}]"
+                    return (f"{call['site']} at iteration {call['iteration']}, "
+                            f"{'forward' if k == 0 else f'recomputation {k}'}: is_checkpointing() read False {point}")
+    elif prop in ("stash-kept", "stash-grads"):
+        for i, s, o in common(subject, oracle):
+            if not comparable(s, o):
+                continue
+            for site in list(s["stashed"]) + [x for x in o["stashed"] if x not in s["stashed"]]:
+                a, b = s["stashed"].get(site), o["stashed"].get(site)
+                where = f"after {at(i, s)}, the stash at {site}"
+                if a is None or b is None:
+                    return f"{where}: kept in {'the oracle' if a is None else 'this'} run only"
+                if prop == "stash-grads":
+                    if a["what"] == b["what"] == "a tensor" and (d := bitwise_difference(a["grad"], b["grad"])):
+                        return f"{where} .grad: {d}"
+                    continue
+                for key in ("what", "requires_grad", "is_leaf"):
+                    if a.get(key) != b.get(key):
+                        return f"{where}: {key} {a.get(key)}, the oracle's {b.get(key)}"
+                if a["what"] == "a tensor" and (d := bitwise_difference(a["data"], b["data"])):
+                    return f"{where} data: {d}"
+                if a.get("version") != b.get("version"):
+                    return f"{where}: _version {a.get('version')}, the oracle's {b.get('version')}"
     elif prop == "grad-released":
         for i, s in enumerate(subject["iterations"]):
             if s["holding_grad"]:
@@ -345,11 +397,15 @@ def main():
     for name in wanted:
         if name not in PROPERTIES:
             parser.error(f"--property: no property named {name!r} (known: {', '.join(PROPERTIES)})")
-    if args.checkpoint != "torch" or USES_TRACKER or "grads-bitwise" in wanted:
-        need_megatron("Megatron's checkpoint, its RNG tracker, or grads-bitwise against it")
+    if "flag-in-body" in wanted and args.checkpoint == "torch":
+        parser.error("--property flag-in-body reads Megatron's is-checkpointing flag, which torch's checkpoint "
+                     "does not set: use --checkpoint megatron or megatron-clearing")
+    against_oracle = {"grads-bitwise", "stash-kept", "stash-grads"} & set(wanted)
+    if args.checkpoint != "torch" or USES_TRACKER or against_oracle:
+        need_megatron("Megatron's checkpoint, its RNG tracker, or a comparison with it")
     eager = run_case(lambda f, distribute, *a: f(*a))
     subject = run_case(checkpoint_function(args.checkpoint))
-    oracle = run_case(checkpoint_function("megatron")) if "grads-bitwise" in wanted else None
+    oracle = run_case(checkpoint_function("megatron")) if against_oracle else None
     failures = []
     for name in wanted:
         evidence = check(name, subject, eager, oracle)

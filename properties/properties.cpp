@@ -6,6 +6,9 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "properties/body_state.h"
+#include "properties/records.h"
+
 namespace recheck {
 
 const char* const kRngNotRestored = "; RNG not restored when the error reached the caller: ";
@@ -36,38 +39,7 @@ std::string Verdict::describe() const {
 namespace {
 
 
-std::string at_iteration(size_t i) { return "iteration " + std::to_string(i); }
 std::string leaf(size_t i) { return "leaf v" + std::to_string(i); }
-
-// Two runs that stopped after a different number of iterations are told apart by errors-match;
-// the tensor properties compare the iterations both ran.
-size_t common_iterations(const Observations& a, const Observations& b) {
-  return std::min(a.iterations.size(), b.iterations.size());
-}
-
-// Both runs completed iteration i.
-bool completed(const IterationRecord& a, const IterationRecord& b) { return !a.error && !b.error; }
-
-// Iteration i of two runs can be compared: both completed it, or both raised the same error in
-// the same phase of it, and then what is compared is the state the error left. Runs that part
-// there are errors-match's to judge.
-bool comparable(const IterationRecord& a, const IterationRecord& b) {
-  if (completed(a, b)) return true;
-  return a.error && b.error && a.error->phase == b.error->phase && a.error->error == b.error->error;
-}
-
-// "iteration 1", or "iteration 1, after its error" for the state an error left.
-std::string at_record(size_t i, const IterationRecord& r) {
-  return at_iteration(i) + (r.error ? " (after its error)" : "");
-}
-
-// A failure in the records of iteration i, which may be the state an error left.
-Verdict fail_at(size_t i, const IterationRecord& r, std::string where, std::optional<Difference> difference,
-                std::string detail = "") {
-  Verdict v = Verdict::fail_in(i, std::move(where), std::move(difference), std::move(detail));
-  v.after_error = r.error.has_value();
-  return v;
-}
 
 Verdict grads_bitwise(const Observations& subject, const Runs& runs) {
   const Observations& oracle = runs.oracle;
@@ -434,6 +406,15 @@ const std::vector<Property>& properties() {
        "error too",
        no_side_effects,
        /*claim_of_change=*/false, /*reads_eager=*/true},
+      {"flag-in-body", "is_checkpointing() reads set wherever a checkpoint's body runs, in forward and in recomputation",
+       flag_in_body, /*claim_of_change=*/false, /*reads_eager=*/false, /*same_code_only=*/false,
+       /*compares_with_oracle=*/false, /*reads_checkpointing_flag=*/true},
+      {"stash-kept", "what a body stashes is, after the iteration, the oracle's: requires_grad, is_leaf, data and version",
+       stash_kept, /*claim_of_change=*/false, /*reads_eager=*/false, /*same_code_only=*/false,
+       /*compares_with_oracle=*/true},
+      {"stash-grads", "what a body stashes holds, after the iteration, the oracle's .grad (unless grad-released is held)",
+       stash_grads, /*claim_of_change=*/false, /*reads_eager=*/false, /*same_code_only=*/false,
+       /*compares_with_oracle=*/true, /*reads_checkpointing_flag=*/false, /*yields_to_claim=*/"grad-released"},
       {"grad-released", "after backward no recomputation input still alive holds a .grad (a claim of the change)",
        grad_released, /*claim_of_change=*/true},
       {"memory-floor",

@@ -24,6 +24,9 @@ struct Verdict {
   // call in it; the other run reached it when it made that call too.
   int segment_record = -1;
   int call = -1;
+  // For a failure at a reading of the is-checkpointing flag in that call (flag-in-body; a call
+  // that raised included): the other run reached it when it made that reading.
+  int reading = -1;
   // A failure in the state an error left in `iteration`: the other run reached it when it
   // raised in that iteration too.
   bool after_error = false;
@@ -86,6 +89,12 @@ struct Property {
   // not (the subject fixes the released function there), a failure is classified fixed: the
   // oracle's backward ran another graph than its forward's.
   bool compares_with_oracle = false;
+  // Reads the is-checkpointing flag as checkpoint bodies saw it: not checked where either run's
+  // implementation keeps no such flag (CheckpointImplementation::keeps_checkpointing_flag).
+  bool reads_checkpointing_flag = false;
+  // A claim of the change that, held, leaves this property unchecked: it compares what the claim
+  // changes (stash-grads compares the .grad that grad-released clears).
+  const char* yields_to_claim = nullptr;
 };
 
 // classify(oracle, sut, ...), except for a claim of the change: pass or regression by the sut
@@ -114,13 +123,22 @@ struct ClaimChoice {
   std::set<std::string> held;
   // Whether the property named is checked under this choice and claims.
   bool checks(const Property& property, ChangeClaims claims) const;
+  // Whether the sut is held to the claim named under this choice and claims: chosen, when named;
+  // unchosen, when the sut makes the change's claims (ChangeClaims::made).
+  bool holds_claim(const std::string& claim, ChangeClaims claims) const;
 };
 // Why a run of the sut `sut_name` against the oracle (the code each runs) under these claims does
 // not check `property` whatever its cases: a claim not held, or allocations between different
 // code; "" when it checks it. check_properties leaves such a property out, and the report says why.
+struct CodeChecked {
+  std::string oracle_code;  // CheckpointImplementation::code of each run
+  std::string sut_code;
+  std::string sut_name;
+  bool oracle_keeps_flag = true;  // CheckpointImplementation::keeps_checkpointing_flag
+  bool sut_keeps_flag = true;
+};
 std::string not_checked_because(const Property& property, ChangeClaims claims, const ClaimChoice& choice,
-                                const std::string& oracle_code, const std::string& sut_code,
-                                const std::string& sut_name);
+                                const CodeChecked& code);
 // The claims every property marked claim_of_change makes, in the properties' order.
 std::vector<std::string> claim_names();
 // "none", "clearing" (the clearing change's claims: every claim), or claim names joined by

@@ -182,7 +182,9 @@ std::map<std::string, std::string> properties_not_checked(const CheckpointImplem
                                                          const CheckpointImplementation& sut, const ClaimChoice& claims) {
   std::map<std::string, std::string> reasons;
   for (const Property& p : properties()) {
-    std::string reason = not_checked_because(p, sut.change_claims(), claims, oracle.code(), sut.code(), sut.name());
+    const CodeChecked code{oracle.code(), sut.code(), sut.name(), oracle.keeps_checkpointing_flag(),
+                           sut.keeps_checkpointing_flag()};
+    std::string reason = not_checked_because(p, sut.change_claims(), claims, code);
     if (!reason.empty()) reasons[p.name] = std::move(reason);
   }
   return reasons;

@@ -245,6 +245,7 @@ class PythonCheckpoint : public CheckpointImplementation {
       style_ = py::str(resolved[2]);
       has_tracker_ = resolved[3].cast<bool>();
       distributes_ = resolved[5].cast<bool>();
+      keeps_flag_ = py::hasattr(module_, "IS_CHECKPOINTING");
       code_ = "Python " + std::string(py::str(resolved[4])) + ":" + attr;
       if (clearing) {
         if (style_ != "megatron" || !py::hasattr(function_, "apply") || !py::hasattr(module_, "detach_variable")) {
@@ -360,6 +361,8 @@ class PythonCheckpoint : public CheckpointImplementation {
     return Interpreter::get().bridge().attr("flag")(module_).cast<bool>();
   }
 
+  bool keeps_checkpointing_flag() const override { return keeps_flag_; }
+
   void reset_checkpointing_flag() override {
     py::gil_scoped_acquire gil;
     Interpreter::get().bridge().attr("reset_flag")(module_);
@@ -423,6 +426,7 @@ class PythonCheckpoint : public CheckpointImplementation {
   py::object function_;
   std::string style_;
   bool has_tracker_ = false;
+  bool keeps_flag_ = false;  // the module has Megatron's IS_CHECKPOINTING
   bool distributes_ = false;
   mutable bool tensor_parallel_started_ = false;
   rng::TrackerHooks hooks_;

@@ -205,7 +205,8 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
   static variable_list forward(AutogradContext* ctx, c10::intrusive_ptr<CheckpointCall> call,
                                at::TensorList tensor_args) {
     (void)tensor_args;  // the same tensors as call->args; passed so autograd sees them as inputs
-    set_checkpointing(true);
+    const bool flag_found = is_checkpointing();
+    if (!call->options.set_flag_after_body) set_checkpointing(true);
 
     // Copy the rng states.
     call->rng_states = rng::get_all_rng_states();
@@ -234,6 +235,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
         throw;
       }
     }
+    if (call->options.set_flag_after_body) set_checkpointing(true);
 
     // Divide hidden states across the model parallel group and keep this rank's chunk.
     if (call->distribute_saved_activations) {
@@ -298,7 +300,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       if (is_tensor(arg)) arg = None{};
     }
     ctx->saved_data["call"] = at::IValue::make_capsule(call);
-    set_checkpointing(false);
+    set_checkpointing(call->options.restore_flag_after_nesting && flag_found);
     return numbered_outputs;
   }
 
@@ -313,7 +315,8 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       throw PythonError("RuntimeError", kNotCompatibleWithGrad);
     }
     auto call = c10::static_intrusive_pointer_cast<CheckpointCall>(ctx->saved_data["call"].toCapsule());
-    set_checkpointing(true);
+    const bool flag_found = is_checkpointing();
+    if (!call->options.set_flag_after_body) set_checkpointing(true);
     const FlagResetOnError reset_on_error{call->options.reset_flag_on_error};
     // Unpacking in Python's order: a view kept aside raises autograd's view+inplace error when
     // asked for its grad_fn, unless a tensor saved before it fails its version check first.
@@ -381,6 +384,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
         std::optional<compat::AutocastCacheGuard> no_cast_cache;
         if ((cpu_autocast || cuda_autocast) && compat::kAutocastCacheKeepsCastsWithoutGrad) no_cast_cache.emplace(false);
         outputs = call->run_function(detached_inputs);
+        if (options.set_flag_after_body) set_checkpointing(true);
       } catch (...) {
         if (!options.skip_restore_rng_after_recompute && !options.restore_not_exception_safe) {
           set_states(current_states);
@@ -436,8 +440,14 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       grads.push_back(std::move(grad));
     }
     if (options.clear_detached_grads && !options.clear_before_collect) clear_detached_grads();
+    if (options.free_detached_inputs) {
+      // `inp.data = torch.empty(0)`: what a user's module kept of an input loses its values.
+      for (const Value& input : detached_inputs) {
+        if (is_tensor(input)) as_tensor(input).set_data(at::empty({0}, as_tensor(input).options()));
+      }
+    }
     if (options.keep_last_grads) last_collected_grads() = grads;
-    if (!options.leave_flag_set) set_checkpointing(false);
+    if (!options.leave_flag_set) set_checkpointing(options.restore_flag_after_nesting && flag_found);
     return grads;
   }
 };

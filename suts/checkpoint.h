@@ -39,6 +39,8 @@ struct CheckpointOptions {
   bool distributed_input_not_restored = false;    // no gather of args[0] before recompute
   bool grads_paired_unfiltered = false;           // outputs filtered, their grads not
   bool keep_last_grads = false;                   // keeps the last collected grads (a debug aid)
+  bool set_flag_after_body = false;               // sets is-checkpointing once the body has run
+  bool free_detached_inputs = false;              // frees each detached input's data after collecting
   // Mistakes whose only effect may be memory: the allocations property is what sees them.
   bool return_grad_copies = false;                // returns a copy of each collected gradient
   bool materialize_zero_grads = false;            // zeros where the collected gradient is undefined
@@ -50,6 +52,10 @@ struct CheckpointOptions {
   // A fix of the released function, not of the change: forward and backward unset the
   // is-checkpointing flag when they raise, as a try/finally would (Megatron's leave it set).
   bool reset_flag_on_error = false;
+  // A fix of the released function: forward and backward put the is-checkpointing flag back as
+  // they found it, instead of unsetting it, so that a body's ops after a nested checkpoint still
+  // read it set (Megatron's nested checkpoint unsets it for the rest of the outer body).
+  bool restore_flag_after_nesting = false;
   // A fix of the released function: forward records the autocast state (CPU and CUDA) and the
   // recomputation runs under it, as torch.utils.checkpoint does (Megatron's records none and
   // recomputes under whatever state backward runs in).

@@ -44,6 +44,16 @@ const std::vector<Variant>& variants() {
   };
   // Only a case with an autocast dtype other than the device type's default tells it from the
   // oracle: float16 on CPU (libtorch 2.1 and later) or bfloat16 on CUDA.
+  // Putting the flag back as it was found needs the error path too: an error leaves Megatron's
+  // flag set, and a later forward would otherwise put that leftover back instead of unsetting it.
+  static const Variant flag_restored = [&fix] {
+    Variant variant = fix("flag-restored-after-nesting",
+                          "puts the is-checkpointing flag back as forward and backward found it (unset when they "
+                          "raise), so a body's ops after a nested checkpoint still read it set",
+                          &CheckpointOptions::restore_flag_after_nesting);
+    variant.options.reset_flag_on_error = true;
+    return variant;
+  }();
   static const Variant dtype_lost = [&fix_mutant] {
     Variant variant = fix_mutant("autocast-dtype-lost",
                                  "autocast-restored, but it restores whether autocast was on, not its dtype (the device's "
@@ -100,6 +110,10 @@ const std::vector<Variant>& variants() {
              &CheckpointOptions::materialize_zero_grads),
       mutant("rng-states-deep-copied", "saves deep copies of the RNG states (a second copy of each)",
              &CheckpointOptions::deep_copy_rng_states),
+      mutant("flag-set-after-body", "sets the is-checkpointing flag once the body has run, in forward and in backward",
+             &CheckpointOptions::set_flag_after_body),
+      mutant("detached-inputs-freed", "frees each detached input's data after collecting its gradient "
+             "(inp.data = torch.empty(0))", &CheckpointOptions::free_detached_inputs),
       mutant("rng-rewound-on-error", "puts the RNG states back as forward found them when its body raises",
              &CheckpointOptions::rng_rewound_on_error),
       fix_mutant("autocast-on-the-function",
@@ -115,6 +129,7 @@ const std::vector<Variant>& variants() {
                  &CheckpointOptions::move_grads_out),
       fix("flag-reset-on-error", "unsets the is-checkpointing flag when forward or backward raises (try/finally)",
           &CheckpointOptions::reset_flag_on_error),
+      flag_restored,
       fix("autocast-restored",
           "records the autocast state (CPU and CUDA) in forward and recomputes under it, as torch.utils.checkpoint does",
           &CheckpointOptions::restore_autocast),
