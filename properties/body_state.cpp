@@ -1,5 +1,6 @@
 #include "properties/body_state.h"
 
+#include <functional>
 #include <map>
 
 #include "properties/records.h"
@@ -33,6 +34,24 @@ Verdict flag_in_body(const Observations& subject, const Runs&) {
     }
   }
   return Verdict::pass();
+}
+
+bool flag_read_false_only_where(const Observations& run, const Observations& reference) {
+  for (size_t r = 0; r < run.segment_calls.size(); ++r) {
+    const SegmentCall& call = run.segment_calls[r];
+    for (size_t k = 0; k < call.flag_reads.size(); ++k) {
+      for (size_t n = 0; n < call.flag_reads[k].size(); ++n) {
+        if (call.flag_reads[k][n]) continue;
+        if (r >= reference.segment_calls.size()) return false;
+        const SegmentCall& same = reference.segment_calls[r];
+        if (same.site != call.site || same.iteration != call.iteration || k >= same.flag_reads.size() ||
+            n >= same.flag_reads[k].size() || same.flag_reads[k][n]) {
+          return false;
+        }
+      }
+    }
+  }
+  return true;
 }
 
 namespace {
@@ -119,7 +138,10 @@ Verdict stash_kept(const Observations& subject, const Runs& runs) {
 Verdict stash_grads(const Observations& subject, const Runs& runs) {
   return compare_stashes(subject, runs.oracle, [](const StashRecord& s, const StashRecord& o) -> std::optional<StashDifference> {
     if (!s.tensor || !o.tensor) return std::nullopt;  // stash-kept tells those apart
-    if (auto d = bitwise_difference(s.grad, o.grad)) return StashDifference{" .grad", d, ""};
+    if (auto d = bitwise_difference(s.grad, o.grad)) {
+      const bool cleared = !s.grad.defined() && o.grad.defined();
+      return StashDifference{" .grad", d, cleared ? "cleared (a change that means to clear it claims grad-released)" : ""};
+    }
     return std::nullopt;
   });
 }
@@ -136,14 +158,30 @@ std::optional<std::string> stash_fixed_against_eager(const Observations& eager, 
     const StashRecord* b = find_stash(o, site);
     if (a == nullptr || b == nullptr) return std::nullopt;
     if (!kept_difference(*a, *b)) continue;
-    // The first stash they keep differently: does eager mode's side with the sut's?
+    // The first stash they keep differently: eager mode's sides with the sut's on the first thing
+    // the two differ in (what is kept, requires_grad, is_leaf, the data's dtype and shape, its
+    // values, its version), not on everything: a pre-existing difference of the case (its
+    // values moved by a distributing checkpoint) leaves that judgement standing.
     const StashRecord* x = find_stash(e, site);
-    auto alike = [](const StashRecord& p, const StashRecord& q) {
-      return p.tensor == q.tensor && p.value == q.value &&
-             (!p.tensor || (p.requires_grad == q.requires_grad && !bitwise_difference(p.data, q.data)));
+    if (x == nullptr) return std::nullopt;
+    using Key = std::function<std::string(const StashRecord&)>;
+    const std::vector<Key> keys = {
+        [](const StashRecord& r) { return r.tensor ? std::string("a tensor") : r.value; },
+        [](const StashRecord& r) { return yes_no(r.requires_grad); },
+        [](const StashRecord& r) { return yes_no(r.is_leaf); },
+        [](const StashRecord& r) {
+          return r.data.defined() ? std::string(c10::toString(r.data.scalar_type())) + " " + c10::str(r.data.sizes()) : "";
+        },
     };
-    if (x != nullptr && alike(*a, *x) && !alike(*b, *x)) return site;
-    return std::nullopt;
+    for (const Key& key : keys) {
+      if (key(*a) == key(*b)) continue;
+      return key(*x) == key(*a) && key(*x) != key(*b) ? std::optional<std::string>(site) : std::nullopt;
+    }
+    if (bitwise_difference(a->data, b->data)) {
+      const bool sides = !bitwise_difference(x->data, a->data) && bitwise_difference(x->data, b->data);
+      return sides ? std::optional<std::string>(site) : std::nullopt;
+    }
+    return x->version == a->version && x->version != b->version ? std::optional<std::string>(site) : std::nullopt;
   }
   return std::nullopt;
 }

@@ -11,13 +11,18 @@
 namespace recheck {
 
 Verdict flag_in_body(const Observations& subject, const Runs& runs);
+// Whether every reading of the flag `run` found unset, `reference` made too, and found unset: the
+// same checkpoint record, call and reading. flag-in-body failing both ways, the runs then fail it
+// alike where `run` fails it (pre-existing), however differently their first failures read.
+bool flag_read_false_only_where(const Observations& run, const Observations& reference);
 Verdict stash_kept(const Observations& subject, const Runs& runs);
 Verdict stash_grads(const Observations& subject, const Runs& runs);
 
-// Where the first stash the sut and the oracle keep differently in iteration i holds what eager
-// mode's stash there holds (the same data and requires_grad) and the oracle's does not: the
-// stash's site; nothing otherwise. Eager mode's stash of a body's input holds the caller's
-// tensor, whose values a checkpoint's detached input shares, so on those two it is a judge.
+// Where, at the first stash the sut and the oracle keep differently in iteration i, eager mode's
+// stash there is the sut's in the first thing the two differ in (requires_grad, the data's dtype
+// and shape, its values, ...) and not the oracle's: the stash's site; nothing otherwise. Eager
+// mode's stash of a body's input holds the caller's tensor, whose values a checkpoint's
+// detached input shares: on what a checkpoint must not change it is a judge.
 std::optional<std::string> stash_fixed_against_eager(const Observations& eager, const Observations& oracle,
                                                      const Observations& sut, size_t i);
 

@@ -117,9 +117,10 @@ std::string fixed_against_eager(const std::vector<PropertyResult>& results) {
 //    a later one: the oracle, judged from that later call on, fails that call too (`pre-existing`:
 //    the sut fixed the first and shares the second, whose numbers the oracle's first bug may
 //    move) or not (divergent, as ever).
-//  - stash-kept: the first stash the two runs keep differently holds, in the sut's run, what
-//    eager mode's stash there holds (data and requires_grad) and, in the oracle's, not: the sut
-//    fixed what the base left the user, `fixed` (stash_fixed_against_eager).
+//  - stash-kept: at the first stash the two runs keep differently, eager mode's stash is the
+//    sut's in the first thing they differ in (requires_grad, the data's shape, its values, ...)
+//    and not the oracle's: the sut fixed what the base left the user, `fixed`
+//    (stash_fixed_against_eager).
 void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& results, const Observations& oracle,
                                               const Observations& sut, const Runs& runs) {
   const PropertyResult* match_eager = nullptr;
@@ -173,7 +174,7 @@ void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& resul
     } else if (r.property == "stash-kept" && r.oracle.holds && r.sut.iteration >= 0) {
       if (const auto site = stash_fixed_against_eager(runs.eager, oracle, sut, static_cast<size_t>(r.sut.iteration))) {
         r.classification = Classification::fixed;
-        explain(r.sut, "eager mode's stash at " + *site + " holds this run's data and requires_grad, the oracle's does not");
+        explain(r.sut, "eager mode's stash at " + *site + " is this run's in what the two differ in, not the oracle's");
       }
     } else if (r.property == "grads-bitwise" && match_eager != nullptr && !match_eager->oracle.holds) {
       r.classification = Classification::pre_existing;
@@ -216,6 +217,15 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
     results.push_back(std::move(r));
   }
   if (claims == ChangeClaims::not_applicable) return results;
+  // flag-in-body judges each reading on its own: where the sut reads the flag unset only where
+  // the oracle does too, their failures are one (the sut holds some the oracle fails).
+  for (PropertyResult& r : results) {
+    if (r.property == "flag-in-body" && r.classification == Classification::divergent &&
+        flag_read_false_only_where(sut, oracle)) {
+      r.classification = Classification::pre_existing;
+      explain(r.sut, "every reading this run found unset, the oracle found unset too");
+    }
+  }
   if (eager) judge_by_eager_where_the_oracle_is_wrong(results, oracle, sut, runs);
   // NOTE [ The oracle is no reference ] Where the sut fixes the oracle's function, what the
   // oracle computed is no reference for the sut: a property that compares the sut with the

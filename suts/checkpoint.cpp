@@ -232,6 +232,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
         outputs = call->run_function(call->options.args_remerged_out_of_order ? tensors_first(call->args) : call->args);
       } catch (...) {
         if (call->options.rng_rewound_on_error) rng::set_all_rng_states(call->rng_states);
+        if (call->options.set_flag_after_body) set_checkpointing(true);  // a finally clause, as Megatron leaves it set
         throw;
       }
     }
@@ -386,6 +387,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
         outputs = call->run_function(detached_inputs);
         if (options.set_flag_after_body) set_checkpointing(true);
       } catch (...) {
+        if (options.set_flag_after_body) set_checkpointing(true);
         if (!options.skip_restore_rng_after_recompute && !options.restore_not_exception_safe) {
           set_states(current_states);
         }

@@ -39,7 +39,7 @@ struct CheckpointOptions {
   bool distributed_input_not_restored = false;    // no gather of args[0] before recompute
   bool grads_paired_unfiltered = false;           // outputs filtered, their grads not
   bool keep_last_grads = false;                   // keeps the last collected grads (a debug aid)
-  bool set_flag_after_body = false;               // sets is-checkpointing once the body has run
+  bool set_flag_after_body = false;               // sets is-checkpointing once the body ran or raised
   bool free_detached_inputs = false;              // frees each detached input's data after collecting
   // Mistakes whose only effect may be memory: the allocations property is what sees them.
   bool return_grad_copies = false;                // returns a copy of each collected gradient

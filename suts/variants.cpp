@@ -110,7 +110,7 @@ const std::vector<Variant>& variants() {
              &CheckpointOptions::materialize_zero_grads),
       mutant("rng-states-deep-copied", "saves deep copies of the RNG states (a second copy of each)",
              &CheckpointOptions::deep_copy_rng_states),
-      mutant("flag-set-after-body", "sets the is-checkpointing flag once the body has run, in forward and in backward",
+      mutant("flag-set-after-body", "sets the is-checkpointing flag once the body has run or raised, in forward and in backward",
              &CheckpointOptions::set_flag_after_body),
       mutant("detached-inputs-freed", "frees each detached input's data after collecting its gradient "
              "(inp.data = torch.empty(0))", &CheckpointOptions::free_detached_inputs),

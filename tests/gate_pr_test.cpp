@@ -17,9 +17,11 @@ namespace recheck {
 namespace {
 
 // The gate on a checkout made at test time, claiming nothing (the default) and claiming the
-// clearing change's claims (a .recheck-claims file in the head): claiming nothing, the clearing
-// change passes and a change that clears before backward collects (the gradients lost) fails;
-// claiming them, a head that does not clear fails grad-released.
+// clearing change's claims (a .recheck-claims file in the head). Claiming nothing, a refactor
+// passes, a change that clears before backward collects (the gradients lost) fails, and so does
+// the clearing change itself: what a body stashed loses its .grad, which the base left (a user's
+// module caching its input sees it). Claiming them, the clearing change passes and a head that
+// does not clear fails grad-released.
 TEST(Python, the_pull_request_gate_passes_a_correct_head_and_fails_a_broken_one) {
   const std::string original_path = megatron_random_py();
   if (original_path.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
@@ -55,11 +57,28 @@ TEST(Python, the_pull_request_gate_passes_a_correct_head_and_fails_a_broken_one)
             0);
   const std::string reset = git + "reset -q --hard HEAD~1";
 
+  ASSERT_EQ(commit_head("        # every input's gradient, None where there is none\n", "", ""), 0);
+  const auto refactor = gate(::testing::TempDir() + "/gate-refactor");
+  EXPECT_EQ(refactor.exit_code, 0) << refactor.output;
+  EXPECT_NE(refactor.output.find("claims held: none (from the default)"), std::string::npos) << refactor.output;
+  EXPECT_NE(junit_of(::testing::TempDir() + "/gate-refactor").find("<skipped message=\"not a claim this run holds"),
+            std::string::npos);
+
+  ASSERT_EQ(system(reset.c_str()), 0);
   ASSERT_EQ(commit_head("", clear, ""), 0);
+  const std::string unclaimed_out = ::testing::TempDir() + "/gate-unclaimed";
+  const auto unclaimed = gate(unclaimed_out);
+  EXPECT_EQ(unclaimed.exit_code, 1) << unclaimed.output;
+  EXPECT_NE(junit_of(unclaimed_out).find("name=\"stash-grads\">\n    <failure"), std::string::npos)
+      << junit_of(unclaimed_out);
+
+  ASSERT_EQ(system(reset.c_str()), 0);
+  ASSERT_EQ(commit_head("", clear, "clearing"), 0);
   const auto correct = gate(::testing::TempDir() + "/gate-correct");
   EXPECT_EQ(correct.exit_code, 0) << correct.output;
-  EXPECT_NE(correct.output.find("claims held: none (from the default)"), std::string::npos) << correct.output;
-  EXPECT_NE(junit_of(::testing::TempDir() + "/gate-correct").find("<skipped message=\"not a claim this run holds"),
+  EXPECT_NE(correct.output.find("claims held: clearing (from the head's .recheck-claims)"), std::string::npos)
+      << correct.output;
+  EXPECT_NE(junit_of(::testing::TempDir() + "/gate-correct").find("<skipped message=\"the run holds the claim grad-released"),
             std::string::npos);
 
   ASSERT_EQ(system(reset.c_str()), 0);
