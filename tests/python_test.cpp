@@ -442,6 +442,40 @@ TEST(Python, the_flag_megatron_core_leaves_set_after_an_error_is_reported_as_on_
   EXPECT_NE(output.find("is-checkpointing flag True, eager False"), std::string::npos) << output;
 }
 
+// is_checkpointing() inside a body (issue 31): megatron-core's nested checkpoint unsets the flag
+// for the rest of the outer body, as the port does; PyTorch's checkpoint keeps no such flag, so
+// the property is not checked for it. The exported script shows it with torch and megatron-core
+// alone.
+TEST(Python, megatron_core_unsets_the_flag_for_the_rest_of_a_body_after_a_nested_checkpoint) {
+  const std::string file = std::string(RECHECK_SOURCE_DIR) + "/corpus/regressions/flag-unset-by-a-nested-checkpoint.json";
+  const Case c = load_case_file(file);
+  auto torch_py = python_variant("torch-py");
+  SKIP_WITHOUT(torch_py);
+  EXPECT_EQ(results_by_property(c, *torch_py).count("flag-in-body"), 0u);
+  auto released = python_variant("megatron-py");
+  if (!released) GTEST_SKIP() << "megatron-core is not installed";
+  const PropertyResult r = results_by_property(c, *released).at("flag-in-body");
+  EXPECT_EQ(r.classification, Classification::pre_existing) << r.sut.describe();
+  EXPECT_EQ(r.sut.describe(),
+            "root.ops[0] at iteration 0, forward: is_checkpointing() read False before root.ops[0].body.ops[1]");
+  std::string output;
+  EXPECT_EQ(run_exported(file, "--checkpoint megatron --property flag-in-body", output), 1) << output;
+  EXPECT_NE(output.find("is_checkpointing() read False before root.ops[0].body.ops[1]"), std::string::npos) << output;
+}
+
+// What a body stashed, in the exported script as in recheck: the clearing wrapper clears the
+// stashed detached input's .grad (stash-grads fails against megatron-core's function) and leaves
+// the rest of it as it was (stash-kept holds).
+TEST(Python, the_exported_script_compares_what_a_body_stashed_with_megatron_s) {
+  const std::string file = std::string(RECHECK_SOURCE_DIR) + "/corpus/regressions/detached-inputs-freed.json";
+  if (!python_variant("megatron-py")) GTEST_SKIP() << "megatron-core is not installed";
+  std::string output;
+  EXPECT_EQ(run_exported(file, "--checkpoint megatron-clearing --property stash-kept", output), 0) << output;
+  EXPECT_EQ(run_exported(file, "--checkpoint megatron-clearing --property stash-grads", output), 1) << output;
+  EXPECT_NE(output.find("the stash at root.ops[0].body.ops[0] .grad: defined"), std::string::npos) << output;
+  EXPECT_EQ(run_exported(file, "--checkpoint megatron --property stash-kept,stash-grads", output), 0) << output;
+}
+
 // Autocast (issue 25): PyTorch's reentrant checkpoint records the autocast state and recomputes
 // under it, bitwise eager's; megatron-core's records only the RNG states and recomputes in
 // float32, as the port does. The exported script shows both with torch and megatron-core alone.
