@@ -117,6 +117,11 @@ std::string fixed_against_eager(const std::vector<PropertyResult>& results) {
 //    a later one: the oracle, judged from that later call on, fails that call too (`pre-existing`:
 //    the sut fixed the first and shares the second, whose numbers the oracle's first bug may
 //    move) or not (divergent, as ever).
+//  - outputs-bitwise, grads-match-eager, rng-restored, no-side-effects: the sut holds the
+//    iteration where the oracle first fails and fails a later one: judged from that iteration on
+//    (its earlier iterations taken as eager mode's), the oracle fails there too, the same way:
+//    `pre-existing` (a fix of the first failure sharing the second, as a run that goes on
+//    after errors meets: the flag fixed after an error, the distribute leak shared after it).
 //  - stash-kept: at the first stash the two runs keep differently, eager mode's stash is the
 //    sut's in the first thing they differ in (requires_grad, the data's shape, its values, ...)
 //    and not the oracle's: the sut fixed what the base left the user, `fixed`
@@ -179,6 +184,22 @@ void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& resul
     } else if (r.property == "grads-bitwise" && match_eager != nullptr && !match_eager->oracle.holds) {
       r.classification = Classification::pre_existing;
       explain(r.sut, "the oracle's gradients are not eager mode's (grads-match-eager): no reference for these bits");
+    } else if (const Property* p = find_property(r.property);
+               p->reads_eager && r.property != "errors-match" && !r.oracle.holds && !r.sut.holds &&
+               r.oracle.iteration >= 0 && r.sut.iteration > r.oracle.iteration &&
+               static_cast<size_t>(r.sut.iteration) < runs.eager.iterations.size() &&
+               static_cast<size_t>(r.sut.iteration) < oracle.iterations.size()) {
+      // The oracle judged from the sut's failing iteration on: its iterations before it as eager
+      // mode's, which hold by construction.
+      Observations from_there = oracle;
+      for (int i = 0; i < r.sut.iteration; ++i) {
+        from_there.iterations[static_cast<size_t>(i)] = runs.eager.iterations[static_cast<size_t>(i)];
+      }
+      const Verdict there = p->check(from_there, runs);
+      if (!there.holds && there.iteration == r.sut.iteration && there.describe() == r.sut.describe()) {
+        r.classification = Classification::pre_existing;
+        explain(r.sut, "where the oracle first fails this run holds, and the oracle fails here too");
+      }
     }
   }
 }
