@@ -11,10 +11,14 @@
 namespace recheck {
 
 Verdict flag_in_body(const Observations& subject, const Runs& runs);
-// Whether every reading of the flag `run` found unset, `reference` made too, and found unset: the
-// same checkpoint record, call and reading. flag-in-body failing both ways, the runs then fail it
-// alike where `run` fails it (pre-existing), however differently their first failures read.
-bool flag_read_false_only_where(const Observations& run, const Observations& reference);
+// How the readings of the flag `run` found unset fare in `reference`, the same reading of the
+// same checkpoint call (its iteration, site and execution): `differ` when `reference` found one
+// of them set; otherwise they fail alike wherever both read, and `alike_first_unread` says that
+// `run`'s first unset reading is one `reference` never made (it raised before). flag-in-body
+// failing both ways, the pair is then pre-existing (or unreached), however differently their
+// first failures read.
+enum class FlagReadings { differ, alike, alike_first_unread };
+FlagReadings compare_flag_readings(const Observations& run, const Observations& reference);
 Verdict stash_kept(const Observations& subject, const Runs& runs);
 Verdict stash_grads(const Observations& subject, const Runs& runs);
 

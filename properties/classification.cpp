@@ -58,11 +58,31 @@ bool reached(const Verdict& failed, const Observations& run) {
   return !error.has_value();
 }
 
+namespace {
+
+// A failure in the state an error left (`failed.after_error`), where the other run raised another
+// error earlier in that iteration (an earlier phase, or fewer ops completed): the other run's
+// state is that of another point, which says nothing about this one.
+bool other_raised_earlier(const Verdict& failed, const Observations& failing, const Observations& other) {
+  if (!failed.after_error || failed.iteration < 0) return false;
+  const size_t i = static_cast<size_t>(failed.iteration);
+  if (i >= failing.iterations.size() || i >= other.iterations.size()) return false;
+  const std::optional<ErrorRecord>& mine = failing.iterations[i].error;
+  const std::optional<ErrorRecord>& theirs = other.iterations[i].error;
+  if (!mine || !theirs || mine->error == theirs->error) return false;
+  const auto progress = [](const ErrorRecord& e) { return std::make_pair(e.phase == "backward", e.ops_completed); };
+  return progress(*theirs) < progress(*mine);
+}
+
+}  // namespace
+
 Classification classify(const Verdict& oracle, const Verdict& sut, const Observations& oracle_run,
                         const Observations& sut_run) {
   // A verdict that holds only because its run stopped before the point the other failed at.
   if (oracle.holds && !sut.holds && !reached(sut, oracle_run)) return Classification::unreached;
   if (sut.holds && !oracle.holds && !reached(oracle, sut_run)) return Classification::unreached;
+  if (oracle.holds && !sut.holds && other_raised_earlier(sut, sut_run, oracle_run)) return Classification::unreached;
+  if (sut.holds && !oracle.holds && other_raised_earlier(oracle, oracle_run, sut_run)) return Classification::unreached;
   // Both fail, the oracle first: the sut held where the oracle failed and went on, to fail at a
   // point the oracle's run never reached. Nothing there can be compared.
   if (!oracle.holds && !sut.holds && oracle.iteration >= 0 && sut.iteration > oracle.iteration &&
@@ -239,13 +259,16 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
   }
   if (claims == ChangeClaims::not_applicable) return results;
   // flag-in-body judges each reading on its own: where the sut reads the flag unset only where
-  // the oracle does too, their failures are one (the sut holds some the oracle fails).
+  // the oracle does too (or never read), their failures are one (the sut holds some the oracle
+  // fails), and a first failure at a reading the oracle never made is unreached.
   for (PropertyResult& r : results) {
-    if (r.property == "flag-in-body" && r.classification == Classification::divergent &&
-        flag_read_false_only_where(sut, oracle)) {
-      r.classification = Classification::pre_existing;
-      explain(r.sut, "every reading this run found unset, the oracle found unset too");
-    }
+    if (r.property != "flag-in-body" || r.classification != Classification::divergent) continue;
+    const FlagReadings readings = compare_flag_readings(sut, oracle);
+    if (readings == FlagReadings::differ) continue;
+    const bool both_read = readings == FlagReadings::alike;
+    r.classification = both_read ? Classification::pre_existing : Classification::unreached;
+    explain(r.sut, both_read ? "every reading this run found unset, the oracle found unset too"
+                             : "the oracle never made this reading; every other this run found unset, the oracle did too");
   }
   if (eager) judge_by_eager_where_the_oracle_is_wrong(results, oracle, sut, runs);
   // NOTE [ The oracle is no reference ] Where the sut fixes the oracle's function, what the
