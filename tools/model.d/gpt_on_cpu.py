@@ -295,8 +295,8 @@ def print_report(report):
     print(f"base: {report['random_py']}\nhead: {report['head']}" +
           ("".join("\n  " + line for line in report["edit"]) if report["edit"] else "\n  (the same text)"))
     print()
-    print("iter  loss (base)           head=base  head=no-recompute  base=no-recompute   floor base   floor head"
-          "  freed  predicted   peak base   peak head")
+    print("iter  loss (base)           head=base  head=no-recompute  base=no-recompute  floor no-rec   floor base"
+          "   floor head  freed  predicted   peak base   peak head")
 
     def verdict(same):
         wrong = len(same["grads_differing"]) + len(same["params_differing"])
@@ -305,11 +305,18 @@ def print_report(report):
     for row in report["iterations"]:
         print(f"{row['iteration']:>4}  {row['loss']['base']!r:<20}  {verdict(row['head_vs_base']):>9}  "
               f"{verdict(row['head_vs_no_recompute']):>17}  {verdict(row['base_vs_no_recompute']):>17}  "
-              f"{row['floor']['base']:>11}  {row['floor']['head']:>11}  {row['freed']:>5}  {row['predicted']:>9}  "
+              f"{row['floor']['no-recompute']:>12}  {row['floor']['base']:>11}  {row['floor']['head']:>11}  "
+              f"{row['freed']:>5}  {row['predicted']:>9}  "
               f"{row['peak']['base']:>10}  {row['peak']['head']:>10}")
     print(f"(bytes; {report['parameters']} parameters compared; the floor is what live tensors hold after the "
           "step, parameters included; freed = floor base - floor head; predicted = the .grad bytes of the base's "
           "live recomputation inputs)")
+    last = report["iterations"][-1]
+    beyond = {side: last["floor"][side] - last["floor"]["no-recompute"] for side in ("base", "head")}
+    print(f"At the last floor, recompute holds {beyond['base']} bytes beyond no recompute in the base and "
+          f"{beyond['head']} in the head: the head frees "
+          + ("all of it" if beyond["head"] <= 0 else "none of it" if beyond["head"] == beyond["base"] else "part of it")
+          + (" (nothing to free)" if beyond["base"] <= 0 else "") + ".")
     for row in report["iterations"]:
         for side in ("base", "head"):
             alive = row["alive"][side]
