@@ -78,6 +78,7 @@ TEST(Model, a_head_that_loses_the_gradients_fails) {
 // folder holding megatron/; git archive of NVIDIA/Megatron-LM's dev branch) with hyper-connections
 // and 4 residual streams. Each layer's recomputation input stays alive after the step, and the
 // change frees its .grad: exactly the prediction, layers x sequence x streams x hidden x 4 bytes.
+// The tree's commit the figures were taken at: d48bd6be0a (docs/memory.md).
 TEST(Model, on_a_dev_tree_with_residual_streams_the_change_frees_each_layer_s_input_grad) {
   const char* tree = std::getenv("RECHECK_MEGATRON_DEV_TREE");
   if (tree == nullptr || *tree == '\0') GTEST_SKIP() << "RECHECK_MEGATRON_DEV_TREE names no Megatron-LM dev tree";
@@ -86,6 +87,12 @@ TEST(Model, on_a_dev_tree_with_residual_streams_the_change_frees_each_layer_s_in
   const auto run = model("--megatron " + std::string(tree) +
                          " --config enable_hyper_connections=True --config num_residual_streams=4 --json " + json);
   ASSERT_EQ(run.exit_code, 0) << run.output;
+  // What keeps it: the last tensor the layer fed its pre-MLP norm, kept on the layer, whose graph
+  // reaches the input's AccumulateGrad.
+  EXPECT_NE(run.output.find("AccumulateGrad.variable in the graph of a tensor [32, 1, 64] held by "
+                            "model.decoder.layers.0.mlp_norm_manager.tensor"),
+            std::string::npos)
+      << run.output;
   const nlohmann::json report = nlohmann::json::parse(test_shell::run_shell("cat " + json).output);
   for (const auto& row : report.at("iterations")) {
     EXPECT_TRUE(row.at("head_vs_base").at("grads_differing").empty());

@@ -79,6 +79,13 @@ def edge(holder, target):
         return f"<local of {holder.f_code.co_name}>"
     if isinstance(holder, types.CellType):
         return "<cell>"
+    # An object keeping it as an attribute (Python 3.11 keeps attributes inline, so the object
+    # itself, not its __dict__, is the referrer).
+    attributes = getattr(holder, "__dict__", None)
+    if isinstance(attributes, dict):
+        key = next((k for k, v in attributes.items() if v is target), None)
+        if key is not None:
+            return f".{key}"
     return f"<{type(holder).__name__}>"
 
 
@@ -139,10 +146,13 @@ def saved_by(node, target):
 
 
 def cpp_holders(target, names):
-    """Holders gc.get_referrers cannot see: another tensor's .grad or ._base, an autograd node that
-    saved it or accumulates into it, in a graph reached from a live tensor or from any autograd
-    node or custom Function context a Python object keeps (named by the path to it)."""
-    found, nodes, seen = [], [], set()
+    """Holders gc.get_referrers cannot see: another tensor's .grad or ._base, and an autograd node
+    that saved it or accumulates into it (AccumulateGrad keeps its leaf), in the graph behind a
+    live tensor or behind an autograd node a Python object keeps; named by the path to that
+    tensor or node. A graph outlives its backward: its nodes and edges stay while a tensor made
+    by it lives, and with them the AccumulateGrad of every leaf it reaches."""
+    found = []
+    roots = []  # (node, what keeps the graph: a live tensor, or the node itself)
     for o in live_tensors():
         if o is target:
             continue
@@ -151,26 +161,34 @@ def cpp_holders(target, names):
         if o._base is target:
             found.append(f"._base of a view {list(o.shape)}")
         if o.grad_fn is not None:
-            nodes.append(o.grad_fn)
+            roots.append((o.grad_fn, o))
     for o in gc.get_objects():
         try:
             if isinstance(o, (torch.autograd.graph.Node, torch.autograd.function.BackwardCFunction)):
-                nodes.append(o)
+                roots.append((o, o))
         except ReferenceError:
             continue
-    while nodes:
-        node = nodes.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        held = saved_by(node, target)
-        if getattr(node, "variable", None) is target:
-            held.append("variable (AccumulateGrad)")
-        if held:
-            path = referrer_paths(node, names, max_paths=1)
-            found.append(f"{type(node).__name__}.{'/'.join(held)}" + (f", the node held by {path[0]}" if path else
-                                                                     ", the node in a live graph"))
-        nodes.extend(next_node for next_node, _ in getattr(node, "next_functions", ()) or ())
+    # A C++ node's Python wrapper is made afresh when the last one died, and a new one can take a
+    # dead one's id: every wrapper met stays alive until the walk ends, so ids name nodes.
+    kept, seen = [], set()
+    for root, keeper in roots:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            kept.append(node)
+            seen.add(id(node))
+            held = saved_by(node, target)
+            if getattr(node, "variable", None) is target:
+                held.append("variable")
+            if held:
+                path = referrer_paths(keeper, names, max_paths=1)
+                what = (f"the graph of a tensor {list(keeper.shape)}" if isinstance(keeper, torch.Tensor)
+                        else f"a {type(keeper).__name__}")
+                found.append(f"{type(node).__name__}.{'/'.join(held)} in {what}" +
+                             (f" held by {path[0]}" if path else ""))
+            stack.extend(next_node for next_node, _ in getattr(node, "next_functions", ()) or ())
     return found
 
 
