@@ -100,7 +100,8 @@ Difference value_difference(const at::Tensor& sf, const at::Tensor& rf, int64_t 
 
 std::optional<Difference> bitwise_difference(const at::Tensor& subject, const at::Tensor& reference) {
   if (auto d = metadata_difference(subject, reference)) return d;
-  if (!subject.defined()) return std::nullopt;
+  // Equal shapes: an empty one on both sides (whose data pointer may be null) holds no bytes.
+  if (!subject.defined() || subject.numel() == 0) return std::nullopt;
   const at::Tensor s = subject.to(at::kCPU).contiguous().reshape({-1});
   const at::Tensor r = reference.to(at::kCPU).contiguous().reshape({-1});
   const size_t item = s.element_size();

@@ -36,11 +36,16 @@ std::string shrunk_case_path(const std::string& property, const std::string& sut
 // One generated case, all three runs, and the verdict of `property` for `sut` against the
 // oracle. A regression or divergence writes the case (each failing case RapidCheck tries
 // overwrites the last, so the file ends as the shrunk one) and fails the property.
-void check_generated_case(const std::string& property, const std::string& sut_name) {
+void check_generated_case(const std::string& property, const std::string& sut_name, const ClaimChoice& claims = {}) {
   const Case c = *gen_case(GenOptions{});
   auto oracle = make_checkpoint("nonclearing");
   auto sut = make_checkpoint(sut_name);
-  const CaseResult result = check_case(c, *oracle, *sut);
+  const CaseResult result = check_case(c, *oracle, *sut, RunOptions{}, EagerRun::always, claims);
+  if (!not_checked_because(*find_property(property), sut->change_claims(), claims,
+                           CodeChecked{oracle->code(), sut->code(), sut->name()})
+           .empty()) {
+    RC_FAIL(property + " is not checked for " + sut_name + ": this test would check nothing");
+  }
   for (const PropertyResult& r : result.results) {
     if (r.property != property || !is_alarm(r.classification)) continue;
     const std::string path = shrunk_case_path(property, sut_name);
@@ -61,13 +66,18 @@ RC_GTEST_PROP(Properties, grads_match_eager, ()) { check_generated_case("grads-m
 RC_GTEST_PROP(Properties, rng_restored, ()) { check_generated_case("rng-restored", "clearing"); }
 RC_GTEST_PROP(Properties, errors_match, ()) { check_generated_case("errors-match", "clearing"); }
 RC_GTEST_PROP(Properties, no_side_effects, ()) { check_generated_case("no-side-effects", "clearing"); }
+RC_GTEST_PROP(Properties, flag_in_body, ()) { check_generated_case("flag-in-body", "clearing"); }
+RC_GTEST_PROP(Properties, stash_kept, ()) { check_generated_case("stash-kept", "clearing"); }
+// The clearing change holds grad-released, which leaves stash-grads unchecked: the released
+// function against itself, claiming nothing, holds what each run's stash records to the other's.
+RC_GTEST_PROP(Properties, stash_grads, ()) { check_generated_case("stash-grads", "nonclearing", parse_claims("none")); }
 RC_GTEST_PROP(Properties, grad_released, ()) { check_generated_case("grad-released", "clearing"); }
 RC_GTEST_PROP(Properties, memory_floor, ()) { check_generated_case("memory-floor", "clearing"); }
 RC_GTEST_PROP(Properties, no_extra_allocations, ()) { check_generated_case("no-extra-allocations", "clearing"); }
 
 TEST(Properties, every_property_has_a_rapidcheck_test) {
   // Keeps the list above complete when a property is added.
-  EXPECT_EQ(properties().size(), 10u);
+  EXPECT_EQ(properties().size(), 13u);
 }
 
 // Shrinking, end to end: a mutant fails the property, RapidCheck shrinks the case, the file
