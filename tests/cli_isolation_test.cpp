@@ -130,7 +130,11 @@ for i in $(seq 6000); do [ "$(awk '{print $14 + $15}' /proc/$w/stat 2> /dev/null
 kill -STOP $w
 # Replaced by rename: a read sees the old file or the new one, whole.
 [ "$counted" = 1 ] && echo "oom_kill 8" > "$dir/vmstat.next" && mv -f "$dir/vmstat.next" "$dir/vmstat"
-kill -KILL $w; sleep 1; kill -INT $p 2> /dev/null; wait $p; echo "exit=$? worker=$w"
+kill -KILL $w
+# repro ends by itself once it has reported the killed worker; run goes on until interrupted.
+# Up to 5 s for the first, however loaded the machine, before the interrupt the second needs.
+for i in $(seq 500); do kill -0 $p 2> /dev/null || break; sleep 0.01; done
+kill -INT $p 2> /dev/null; wait $p; echo "exit=$? worker=$w"
 cat "$dir/log"
 )sh";
   auto kill_worker = [&](bool counted, const std::string& command) {
