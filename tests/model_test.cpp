@@ -103,8 +103,16 @@ TEST(Model, on_a_dev_tree_with_residual_streams_the_change_frees_each_layer_s_in
 
 TEST(Model, bad_input_is_one_line_and_exit_2) {
   if (venv_of_megatron().empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
+  // A tree whose megatron package cannot be imported (an old tree's training-code imports).
+  const std::string broken = ::testing::TempDir() + "/broken-tree";
+  ASSERT_EQ(test_shell::run_shell("mkdir -p " + broken + "/megatron/core/models/gpt && touch " + broken +
+                                  "/megatron/core/models/gpt/gpt_model.py && echo \"raise ImportError('no apex')\" > " +
+                                  broken + "/megatron/__init__.py")
+                .exit_code,
+            0);
   for (const std::string& options : {std::string("--layers 0"), std::string("--megatron /tmp"),
-                                     std::string("--head /nonexistent.py"), std::string("--heads 3")}) {
+                                     std::string("--head /nonexistent.py"), std::string("--heads 3"),
+                                     "--megatron " + broken, std::string("--config 4")}) {
     const auto run = model(options);
     EXPECT_EQ(run.exit_code, 2) << options << "\n" << run.output;
     EXPECT_EQ(run.output.find("Traceback"), std::string::npos) << options << "\n" << run.output;

@@ -47,8 +47,9 @@ try:
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
     from megatron.core.transformer.transformer_config import TransformerConfig
-except Exception as error:  # noqa: BLE001  (an old or broken tree: say which, in one line)
-    raise SystemExit(f"tools/model: Megatron's GPT model cannot be imported here: {type(error).__name__}: {error}")
+except Exception as error:  # noqa: BLE001  (an old or broken tree: say which, in one line, exit 2)
+    print(f"tools/model: Megatron's GPT model cannot be imported here: {type(error).__name__}: {error}", file=sys.stderr)
+    sys.exit(2)
 
 # On CPU, dropout inside a tracker fork draws from the CPU generator, which Megatron warns about
 # at every fork; the recomputation restores that generator too.
