@@ -3,6 +3,7 @@
 // themselves are in properties.cpp.
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "properties/properties.h"
 #include "properties/body_state.h"
@@ -60,6 +61,10 @@ bool reached(const Verdict& failed, const Observations& run) {
 
 namespace {
 
+// How far an iteration got when its error was raised: backward after forward, and more ops
+// completed after fewer. Two runs' different errors in one iteration are ordered by it.
+std::pair<bool, int64_t> error_progress(const ErrorRecord& e) { return {e.phase == "backward", e.ops_completed}; }
+
 // A failure in the state an error left (`failed.after_error`), where the other run raised another
 // error earlier in that iteration (an earlier phase, or fewer ops completed): the other run's
 // state is that of another point, which says nothing about this one.
@@ -70,8 +75,7 @@ bool other_raised_earlier(const Verdict& failed, const Observations& failing, co
   const std::optional<ErrorRecord>& mine = failing.iterations[i].error;
   const std::optional<ErrorRecord>& theirs = other.iterations[i].error;
   if (!mine || !theirs || mine->error == theirs->error) return false;
-  const auto progress = [](const ErrorRecord& e) { return std::make_pair(e.phase == "backward", e.ops_completed); };
-  return progress(*theirs) < progress(*mine);
+  return error_progress(*theirs) < error_progress(*mine);
 }
 
 }  // namespace
@@ -170,14 +174,13 @@ void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& resul
       const std::optional<ErrorRecord> s = first_error_from(sut, parted);
       const std::optional<ErrorRecord> o = first_error_from(oracle, parted);
       if (!s || !o || s->iteration != o->iteration || s->error == o->error) continue;
-      const auto progress = [](const ErrorRecord& e) { return std::make_pair(e.phase == "backward", e.ops_completed); };
       const std::string point = std::to_string(s->ops_completed) + " ops of iteration " + std::to_string(s->iteration) +
                                 " " + s->phase;
-      if (progress(*s) > progress(*o)) {
+      if (error_progress(*s) > error_progress(*o)) {
         r.classification = Classification::unreached;
         explain(r.sut, "raised after " + point + ", past the oracle's error (after " +
                            std::to_string(o->ops_completed) + " ops, " + o->phase + "): a point the oracle never reached");
-      } else if (progress(*s) == progress(*o)) {
+      } else if (error_progress(*s) == error_progress(*o)) {
         r.classification = Classification::pre_existing;
         explain(r.sut, "raised at the point the oracle raised its own (after " + point +
                            "), where eager mode did not: another message for a failure both have");

@@ -11,6 +11,7 @@
 #include "properties/generator.h"
 #include "properties/report.h"
 #include "tests/cases.h"
+#include "tests/three_runs.h"
 
 namespace recheck {
 namespace {
@@ -30,25 +31,6 @@ const char* const kNestedCase = R"({"format": "recheck-case", "version": 1, "see
       {"op": "binary", "fn": "mul", "a": 2, "b": 1}
     ], "outputs": [3]}}
   ], "outputs": [2]}})";
-
-struct Runs3 {
-  Observations eager, oracle, sut;
-};
-
-Runs3 run_three(const char* json, const std::string& oracle_name, const std::string& sut_name) {
-  const Case c = case_from_json(nlohmann::json::parse(json));
-  EagerExecution eager;
-  auto oracle = make_checkpoint(oracle_name);
-  auto sut = make_checkpoint(sut_name);
-  return {run_case(c, eager), run_case(c, *oracle), run_case(c, *sut)};
-}
-
-const PropertyResult* result_for(const std::vector<PropertyResult>& results, const std::string& property) {
-  for (const PropertyResult& r : results) {
-    if (r.property == property) return &r;
-  }
-  return nullptr;
-}
 
 std::vector<PropertyResult> check(const Runs3& r, const std::string& claims = "none") {
   return check_properties(r.eager, r.oracle, r.sut, ChangeClaims::made, parse_claims(claims));

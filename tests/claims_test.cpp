@@ -9,29 +9,15 @@
 #include "properties/generator.h"
 #include "properties/report.h"
 #include "tests/cases.h"
+#include "tests/three_runs.h"
 
 namespace recheck {
 namespace {
 
 using test_cases::kStashedDropoutCase;
 
-struct Runs3 {
-  Observations eager, oracle, sut;
-};
-
 Runs3 run_three(const std::string& oracle_name, const std::string& sut_name) {
-  const Case c = case_from_json(nlohmann::json::parse(kStashedDropoutCase));
-  EagerExecution eager;
-  auto oracle = make_checkpoint(oracle_name);
-  auto sut = make_checkpoint(sut_name);
-  return {run_case(c, eager), run_case(c, *oracle), run_case(c, *sut)};
-}
-
-const PropertyResult* result_for(const std::vector<PropertyResult>& results, const std::string& property) {
-  for (const PropertyResult& r : results) {
-    if (r.property == property) return &r;
-  }
-  return nullptr;
+  return recheck::run_three(kStashedDropoutCase, oracle_name, sut_name);
 }
 
 TEST(Claims, are_parsed_by_name_and_named_back_the_same_way) {
