@@ -5,9 +5,12 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/memory_picture.h"
+#include "cli/memory_snapshot.h"
 #include "core/interpreter.h"
 #include "properties/generator.h"
 #include "properties/properties.h"
@@ -23,9 +26,12 @@ The PR's measurement, reproduced on a synthetic model: a stack of checkpointed l
 residual streams, each layer stashing its stream inputs the way a module caching its input
 does. Runs it with the sut and with the oracle and prints, per iteration, the allocator floor
 (bytes held between iterations) and peak of both, the floor freed by the sut, and the
-prediction: the .grad bytes of the stashed recomputation inputs. Draws allocated bytes over the
-last iteration for both into an SVG (CPU only). Exit code 1 when the sut's floor or peak is
-above the oracle's or the freed bytes differ from the prediction.
+prediction: the .grad bytes of the stashed recomputation inputs. On CPU it draws the bytes
+both held over the last iteration (forward, each layer's recomputation and backward marked) into
+an SVG, and with --snapshot writes each run's allocations of that iteration in PyTorch's memory
+snapshot form, for `python -m torch.cuda._memory_viz trace_plot FILE -o OUT.html`. Exit code 1
+when the sut's floor or peak is above the oracle's or the freed bytes differ from the
+prediction.
 
 options:
   --layers N        checkpointed layers (default 2)
@@ -38,46 +44,23 @@ options:
   --sut NAME        variant under test (default clearing)
   --oracle NAME     reference variant (default nonclearing)
   --svg FILE        the picture (default recheck-memory.svg; '' for none)
+  --snapshot PREFIX PREFIX-sut.pickle and PREFIX-oracle.pickle, the snapshots (CPU only)
   --json FILE       the figures as data ('-' for standard output)
 )";
 
-std::string memory_svg(const std::vector<int64_t>& sut, const std::vector<int64_t>& oracle, const std::string& sut_name,
-                       const std::string& oracle_name, const std::string& title) {
-  constexpr double kWidth = 800, kHeight = 320, kLeft = 90, kRight = 20, kTop = 40, kBottom = 40;
-  int64_t top = 1;
-  for (int64_t b : sut) top = std::max(top, b);
-  for (int64_t b : oracle) top = std::max(top, b);
-  auto polyline = [&](const std::vector<int64_t>& points, const char* colour) {
-    std::ostringstream out;
-    out << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\" points=\"";
-    for (size_t i = 0; i < points.size(); ++i) {
-      const double x = kLeft + (kWidth - kLeft - kRight) * (points.size() > 1 ? double(i) / double(points.size() - 1) : 0.0);
-      const double y = kTop + (kHeight - kTop - kBottom) * (1.0 - double(points[i]) / double(top));
-      out << std::fixed << std::setprecision(1) << x << "," << y << " ";
+// The model's checkpointed layers are the root's ops, in order: "recompute root.ops[1]" begins
+// the second layer's recomputation, and its backward follows it ("layer 2").
+std::string phase_label(const std::string& mark) {
+  const std::string layer_prefix = "recompute root.ops[";
+  if (mark.rfind(layer_prefix, 0) == 0 && mark.back() == ']') {
+    try {
+      return "layer " + std::to_string(std::stoi(mark.substr(layer_prefix.size())) + 1);
+    } catch (const std::exception&) {
     }
-    out << "\"/>\n";
-    return out.str();
-  };
-  std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight << "\">\n"
-      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << kLeft << "\" y=\"20\" font-family=\"sans-serif\" font-size=\"13\">" << title << "</text>\n"
-      << "<line x1=\"" << kLeft << "\" y1=\"" << kTop << "\" x2=\"" << kLeft << "\" y2=\"" << kHeight - kBottom
-      << "\" stroke=\"black\"/>\n"
-      << "<line x1=\"" << kLeft << "\" y1=\"" << kHeight - kBottom << "\" x2=\"" << kWidth - kRight << "\" y2=\""
-      << kHeight - kBottom << "\" stroke=\"black\"/>\n"
-      << "<text x=\"5\" y=\"" << kTop + 5 << "\" font-family=\"sans-serif\" font-size=\"11\">" << top << " B</text>\n"
-      << "<text x=\"5\" y=\"" << kHeight - kBottom << "\" font-family=\"sans-serif\" font-size=\"11\">0 B</text>\n"
-      << "<text x=\"" << kLeft << "\" y=\"" << kHeight - 12
-      << "\" font-family=\"sans-serif\" font-size=\"11\">allocations and frees over the last iteration (each line scaled to its own count)</text>\n"
-      << polyline(oracle, "#1f77b4") << polyline(sut, "#d62728")
-      << "<text x=\"" << kWidth - 260 << "\" y=\"" << kTop + 12 << "\" font-family=\"sans-serif\" font-size=\"12\" fill=\"#1f77b4\">oracle: "
-      << oracle_name << "</text>\n"
-      << "<text x=\"" << kWidth - 260 << "\" y=\"" << kTop + 28 << "\" font-family=\"sans-serif\" font-size=\"12\" fill=\"#d62728\">sut: "
-      << sut_name << "</text>\n</svg>\n";
-  return svg.str();
+  }
+  if (mark == "backward") return "loss backward";
+  return mark;
 }
-
 
 int command_memory(const Args& args) {
   ResidualStreamOptions model;
@@ -97,6 +80,13 @@ int command_memory(const Args& args) {
   check_output_files(args, {"json"});
   const std::string svg_path = args.get("svg", "recheck-memory.svg");  // empty: no picture
   if (!svg_path.empty()) check_output_file(svg_path, "--svg");
+  const std::string snapshot_prefix = args.get("snapshot", "");
+  if (args.has("snapshot")) {
+    if (snapshot_prefix.empty()) throw UsageError("--snapshot: expected a path prefix, got ''");
+    if (model.device != "cpu") throw UsageError("--snapshot: the snapshots are of the CPU probe's timeline (--device cpu)");
+    check_output_file(snapshot_prefix + "-sut.pickle", "--snapshot");
+    check_output_file(snapshot_prefix + "-oracle.pickle", "--snapshot");
+  }
   const Case c = residual_stream_case(model);
   set_value_element_limit(limits_at_ceilings().leaf_elements);  // the model asked for, as built
   runner::check_can_run(c.device, "--device " + model.device, *oracle, *sut);
@@ -155,8 +145,23 @@ int command_memory(const Args& args) {
               << "\n";
   }
   if (!svg_path.empty() && model.device == "cpu") {
-    write_file_atomically(svg_path, memory_svg(s.timeline, o.timeline, sut->name(), oracle->name(), c.note));
+    const MemoryRecord& fo = o.iterations.back().memory;
+    const MemoryRecord& fs = s.iterations.back().memory;
+    const std::string picture = memory_picture(
+        {PictureSeries{"oracle " + oracle->name(), &o.timeline, fo.floor, fo.peak, "#1f77b4"},
+         PictureSeries{"sut " + sut->name(), &s.timeline, fs.floor, fs.peak, "#d62728"}},
+        "Bytes held over the last iteration: " + c.note + ", " + dtype,
+        "layer N: its recomputation, then its backward", phase_label);
+    write_file_atomically(svg_path, picture);
     std::cout << "picture: " << svg_path << "\n";
+  }
+  if (!snapshot_prefix.empty()) {
+    for (const auto& [role, run, name] : {std::tuple{"sut", &s, sut->name()}, std::tuple{"oracle", &o, oracle->name()}}) {
+      const std::string path = snapshot_prefix + "-" + role + ".pickle";
+      write_file_atomically(path, pickle(memory_snapshot(run->timeline, name, phase_label)));
+      std::cout << "snapshot of " << name << ": " << path << " (python -m torch.cuda._memory_viz trace_plot " << path
+                << " -o " << snapshot_prefix << "-" << role << ".html)\n";
+    }
   }
   std::cout << (ok ? "OK: the sut's floor and peak are at most the oracle's, it frees exactly the prediction, and it "
                      "allocates nothing the oracle does not\n"
@@ -180,6 +185,6 @@ int command_memory(const Args& args) {
 
 }  // namespace
 
-const Command kMemory{"memory", "measure the allocator floor and peak of sut and oracle on a residual-stream model", kMemoryHelp, {}, {"layers", "streams", "seq", "hidden", "dtype", "iterations", "device", "sut", "oracle", "svg", "json"}, command_memory, false};
+const Command kMemory{"memory", "measure the allocator floor and peak of sut and oracle on a residual-stream model", kMemoryHelp, {}, {"layers", "streams", "seq", "hidden", "dtype", "iterations", "device", "sut", "oracle", "svg", "snapshot", "json"}, command_memory, false};
 
 }  // namespace recheck::cli

@@ -407,7 +407,10 @@ class Interpreter {
     RunFunction run_function = [this, &op, body, record, calls, returned](const Values& inputs) {
       // Every call after the first is a recomputation, and so is all that runs inside it.
       const bool recomputation = (*calls)++ > 0;
-      if (recomputation) watch_recomputation_inputs(sites_.checkpoints.at(&op), inputs, returned);
+      if (recomputation) {
+        watch_recomputation_inputs(sites_.checkpoints.at(&op), inputs, returned);
+        memory::mark_timeline("recompute " + sites_.checkpoints.at(&op));
+      }
       struct Count {  // counts this call while it runs, also when it throws
         int& in_progress;
         bool counted;
@@ -545,7 +548,10 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
     const int64_t ops_before = obs.op_executions;
     const bool timeline = measure && !on_cuda && options.record_timeline && iteration + 1 == c.iterations;
     if (measure) reset_peak();
-    if (timeline) probe->start_timeline();
+    if (timeline) {
+      probe->start_timeline();
+      memory::mark_timeline("forward");
+    }
     if (allocations) (void)allocations->take();  // what came before the iteration is no call's
     try {
       Values outputs = interpreter.run_segment(c.root, leaf_values);
@@ -561,6 +567,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
       record.loss = clone_for_record(loss);
       phase = "backward";
       phase_start = harness_snapshot();
+      memory::mark_timeline("backward");
       if (loss.defined()) torch::autograd::backward({loss});
     } catch (...) {
       if (timeline) obs.timeline = probe->stop_timeline();

@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "core/checkpoint_interface.h"
 #include "core/leaves.h"
+#include "core/memory.h"
 #include "core/rng.h"
 #include "core/torch_compat.h"
 
@@ -123,7 +124,9 @@ struct Observations {
   std::optional<ErrorRecord> error;  // the first error (also in its iteration's record)
   std::vector<SegmentCall> segment_calls;
   int64_t op_executions = 0;
-  std::vector<int64_t> timeline;  // bytes held after each allocation and free, last iteration
+  // The last iteration's allocations and frees on CPU, marked where forward, each checkpoint's
+  // recomputation and backward begin (RunOptions::record_timeline).
+  memory::Timeline timeline;
 };
 
 struct RunOptions {

@@ -99,7 +99,7 @@ class CountingAllocator final : public c10::Allocator {
       blocks_.emplace(data, Block{std::move(inner), bytes, g_run.load()});
     }
     if (open) {
-      add(bytes);
+      add(bytes, data);
       log().append(/*on_cuda=*/false, bytes);
     }
     // The context is the address itself, as raw_allocate asserts (libtorch's CPU kernels take
@@ -139,14 +139,20 @@ class CountingAllocator final : public c10::Allocator {
 
   void start_timeline(size_t limit) {
     std::lock_guard<std::mutex> lock(timeline_mutex_);
-    timeline_.clear();
+    timeline_ = Timeline{};
+    timeline_.start = current_.load();
     timeline_limit_ = limit;
     recording_ = true;
   }
-  std::vector<int64_t> stop_timeline() {
+  Timeline stop_timeline() {
     std::lock_guard<std::mutex> lock(timeline_mutex_);
     recording_ = false;
     return std::move(timeline_);
+  }
+  void mark(std::string label) {
+    if (!recording_.load(std::memory_order_relaxed)) return;
+    std::lock_guard<std::mutex> lock(timeline_mutex_);
+    if (recording_) timeline_.marks.push_back(TimelineMark{timeline_.events.size(), std::move(label)});
   }
 
  private:
@@ -173,17 +179,22 @@ class CountingAllocator final : public c10::Allocator {
     Block block = std::move(it->second);
     self.blocks_.erase(it);
     lock.unlock();
-    if (self.window_open_.load() && block.run == g_run.load()) self.add(-block.bytes);
+    if (self.window_open_.load() && block.run == g_run.load()) self.add(-block.bytes, data);
   }  // the inner block is freed here, after it left the table: its address can come back
 
-  void add(int64_t bytes) const {
+  void add(int64_t bytes, void* address) const {
     const int64_t now = current_.fetch_add(bytes) + bytes;
     int64_t seen = peak_.load();
     while (now > seen && !peak_.compare_exchange_weak(seen, now)) {
     }
     if (recording_.load(std::memory_order_relaxed)) {
       std::lock_guard<std::mutex> lock(timeline_mutex_);
-      if (recording_ && timeline_.size() < timeline_limit_) timeline_.push_back(now);
+      if (!recording_) return;
+      if (timeline_.events.size() < timeline_limit_) {
+        timeline_.events.push_back(TimelineEvent{reinterpret_cast<uintptr_t>(address), bytes, now});
+      } else {
+        timeline_.truncated = true;
+      }
     }
   }
 
@@ -201,7 +212,7 @@ class CountingAllocator final : public c10::Allocator {
   mutable std::atomic<int64_t> current_{0};
   mutable std::atomic<int64_t> peak_{0};
   mutable std::mutex timeline_mutex_;
-  mutable std::vector<int64_t> timeline_;
+  mutable Timeline timeline_;
   size_t timeline_limit_ = 0;
   mutable std::atomic<bool> recording_{false};
   std::atomic<bool> window_open_{false};
@@ -307,7 +318,8 @@ int64_t CpuProbe::peak() const { return CountingAllocator::instance().peak(); }
 void CpuProbe::reset_peak() { CountingAllocator::instance().reset_peak(); }
 void CpuProbe::set_budget(int64_t bytes) { CountingAllocator::instance().set_budget(bytes); }
 void CpuProbe::start_timeline(size_t limit) { CountingAllocator::instance().start_timeline(limit); }
-std::vector<int64_t> CpuProbe::stop_timeline() { return CountingAllocator::instance().stop_timeline(); }
+Timeline CpuProbe::stop_timeline() { return CountingAllocator::instance().stop_timeline(); }
+void mark_timeline(std::string label) { CountingAllocator::instance().mark(std::move(label)); }
 
 Uncounted::Uncounted() : previous_(t_uncounted) { t_uncounted = true; }
 Uncounted::~Uncounted() { t_uncounted = previous_; }

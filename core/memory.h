@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace recheck::memory {
@@ -22,6 +23,32 @@ namespace recheck::memory {
 // the run's too. A run that no probe measures (`measured` false: the eager run) is not
 // tracked at all: its blocks could never be credited, and tracking costs a lock per allocation.
 void begin_run(bool measured = true);
+
+// One event of a CPU timeline: an allocation (bytes > 0) or a free (bytes < 0) of the block at
+// `address`, and the probe's count just after it.
+struct TimelineEvent {
+  uintptr_t address = 0;
+  int64_t bytes = 0;
+  int64_t held = 0;
+};
+
+// A point the caller named while the timeline recorded (mark_timeline): it comes before
+// events[event].
+struct TimelineMark {
+  size_t event = 0;
+  std::string label;
+};
+
+struct Timeline {
+  int64_t start = 0;  // the probe's count when the timeline started
+  std::vector<TimelineEvent> events;
+  std::vector<TimelineMark> marks;
+  bool truncated = false;  // events past the limit were dropped
+};
+
+// Names the point the open timeline has reached ("forward", "recompute root.ops[1]"); nothing
+// when no timeline records. Cheap enough to call on every checkpoint call.
+void mark_timeline(std::string label);
 
 // A window on the counting allocator (installing it if needed): counts what is allocated while
 // it is open and credits every free of a block of the current run while it is open, made before
@@ -42,10 +69,10 @@ class CpuProbe {
   // `bytes`: a device of that size, emulated on CPU. 0: no budget.
   void set_budget(int64_t bytes);
 
-  // Records `current` after every allocation and free until stop_timeline(), at most `limit`
-  // points (later events are dropped).
+  // Records every counted allocation and credited free, with `current` after it, and the marks
+  // made meanwhile, until stop_timeline(): at most `limit` events (later ones are dropped).
   void start_timeline(size_t limit = 1 << 20);
-  std::vector<int64_t> stop_timeline();
+  Timeline stop_timeline();
 };
 
 // While alive, CPU allocations on this thread are not counted, and their frees are never

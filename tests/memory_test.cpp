@@ -116,11 +116,38 @@ TEST(CpuProbe, records_a_timeline_of_every_allocation_and_free) {
   memory::CpuProbe probe;
   const int64_t start = probe.current();
   probe.start_timeline();
+  memory::mark_timeline("before");
+  uintptr_t address = 0;
+  {
+    at::Tensor t = at::empty({10}, at::kFloat);
+    address = reinterpret_cast<uintptr_t>(t.data_ptr());
+    memory::mark_timeline("between");
+  }
+  const memory::Timeline timeline = probe.stop_timeline();
+  memory::mark_timeline("after");  // nothing records now
+  EXPECT_EQ(timeline.start, start);
+  ASSERT_EQ(timeline.events.size(), 2u);
+  EXPECT_EQ(timeline.events[0].bytes, 40);
+  EXPECT_EQ(timeline.events[0].held - start, 40);
+  EXPECT_EQ(timeline.events[0].address, address);
+  EXPECT_EQ(timeline.events[1].bytes, -40);
+  EXPECT_EQ(timeline.events[1].address, address);
+  EXPECT_EQ(timeline.events[1].held, start);
+  ASSERT_EQ(timeline.marks.size(), 2u);
+  EXPECT_EQ(timeline.marks[0].label, "before");
+  EXPECT_EQ(timeline.marks[0].event, 0u);
+  EXPECT_EQ(timeline.marks[1].label, "between");
+  EXPECT_EQ(timeline.marks[1].event, 1u);
+  EXPECT_FALSE(timeline.truncated);
+}
+
+TEST(CpuProbe, a_timeline_past_its_limit_says_it_was_cut) {
+  memory::CpuProbe probe;
+  probe.start_timeline(1);
   { at::Tensor t = at::empty({10}, at::kFloat); }
-  const std::vector<int64_t> timeline = probe.stop_timeline();
-  ASSERT_EQ(timeline.size(), 2u);
-  EXPECT_EQ(timeline[0] - start, 40);
-  EXPECT_EQ(timeline[1], start);
+  const memory::Timeline timeline = probe.stop_timeline();
+  EXPECT_EQ(timeline.events.size(), 1u);
+  EXPECT_TRUE(timeline.truncated);
 }
 
 ResidualStreamOptions small_model() {
