@@ -1,4 +1,5 @@
-// tools/model: megatron-core's GPT model on CPU, base against head (issue 32). Each run builds
+// tools/model: megatron-core's GPT model on CPU, base against head (issue 32), and the memory
+// snapshots of tools/model and recheck memory as PyTorch's viewer reads them. Each run builds
 // the model and trains two iterations per variant (seconds); skipped without megatron-core.
 #include <gtest/gtest.h>
 
@@ -47,7 +48,7 @@ TEST(Model, the_clearing_change_on_megatron_s_gpt_model_is_bitwise_and_frees_wha
   }
   const auto retained = model("--retain --json " + json);
   ASSERT_EQ(retained.exit_code, 0) << retained.output;
-  EXPECT_NE(retained.output.find("held by\n    <global gpt_on_cpu>.RETAINED[0]"), std::string::npos) << retained.output;
+  EXPECT_NE(retained.output.find("held by\n    <global gpt_model>.RETAINED[0]"), std::string::npos) << retained.output;
   const nlohmann::json held = nlohmann::json::parse(test_shell::run_shell("cat " + json).output);
   for (const auto& row : held.at("iterations")) {
     EXPECT_GT(row.at("freed").get<int64_t>(), 0);
@@ -101,6 +102,42 @@ TEST(Model, on_a_dev_tree_with_residual_streams_the_change_frees_each_layer_s_in
   }
 }
 
+// The snapshots, as PyTorch's viewer reads them (tests/check_memory_snapshot.py): trace_plot
+// renders each, the trace ends at the variant's floor, and the base's allocations are named by
+// phase, each layer's recomputation included; recheck memory's own, likewise.
+std::string check_snapshot(const std::string& pickle, int64_t floor, const std::string& phases) {
+  const auto r = test_shell::run_shell(std::string(RECHECK_PYTHON_EXECUTABLE) + " " + RECHECK_SOURCE_DIR +
+                                       "/tests/check_memory_snapshot.py " + pickle + " " + std::to_string(floor) + " " +
+                                       phases);
+  return r.exit_code == 0 ? "" : r.output;
+}
+
+TEST(Model, snapshots_render_in_torch_s_viewer_and_end_at_each_variant_s_floor) {
+  if (venv_of_megatron().empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
+  const std::string prefix = ::testing::TempDir() + "/gpt";
+  const std::string json = prefix + ".json";
+  const auto run = model("--snapshot " + prefix + " --json " + json);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json report = nlohmann::json::parse(test_shell::run_shell("cat " + json).output);
+  const nlohmann::json& last = report.at("iterations").back();
+  for (const std::string variant : {"no-recompute", "base", "head"}) {
+    const std::string phases = variant == "no-recompute" ? "forward backward" : "forward backward 'layer 1' 'layer 2'";
+    EXPECT_EQ(check_snapshot(prefix + "-" + variant + ".pickle", last.at("floor").at(variant).get<int64_t>(), phases), "")
+        << variant;
+  }
+}
+
+TEST(MemorySnapshot, recheck_memory_s_snapshots_render_in_torch_s_viewer_and_end_at_the_floors) {
+  const std::string prefix = ::testing::TempDir() + "/memory";
+  const auto run = test_shell::run_shell(std::string(RECHECK_BINARY) + " memory --svg '' --snapshot " + prefix +
+                                         " --json " + prefix + ".json");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json report = nlohmann::json::parse(test_shell::run_shell("cat " + prefix + ".json").output);
+  const nlohmann::json& last = report.at("iterations").back();
+  EXPECT_EQ(check_snapshot(prefix + "-sut.pickle", last.at("floor_sut"), "forward 'layer 1' 'layer 2'"), "");
+  EXPECT_EQ(check_snapshot(prefix + "-oracle.pickle", last.at("floor_oracle"), "forward 'layer 1' 'layer 2'"), "");
+}
+
 TEST(Model, bad_input_is_one_line_and_exit_2) {
   if (venv_of_megatron().empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
   // A tree whose megatron package cannot be imported (an old tree's training-code imports).
@@ -112,11 +149,20 @@ TEST(Model, bad_input_is_one_line_and_exit_2) {
             0);
   for (const std::string& options : {std::string("--layers 0"), std::string("--megatron /tmp"),
                                      std::string("--head /nonexistent.py"), std::string("--heads 3"),
-                                     "--megatron " + broken, std::string("--config 4")}) {
+                                     "--megatron " + broken, std::string("--config 4"),
+                                     std::string("--snapshot /nonexistent/folder/x"), std::string("--dtype int8")}) {
     const auto run = model(options);
     EXPECT_EQ(run.exit_code, 2) << options << "\n" << run.output;
     EXPECT_EQ(run.output.find("Traceback"), std::string::npos) << options << "\n" << run.output;
     EXPECT_EQ(run.output.rfind("tools/model: ", 0), 0u) << options << "\n" << run.output;
+  }
+  // A device without CUDA: one line, exit 2 (where this torch sees a GPU, the run would be real).
+  if (test_shell::run_shell(std::string(RECHECK_PYTHON_EXECUTABLE) + " -c 'import torch, sys; "
+                            "sys.exit(torch.cuda.is_available())'").exit_code == 0) {
+    const auto cuda = model("--device cuda");
+    EXPECT_EQ(cuda.exit_code, 2) << cuda.output;
+    EXPECT_NE(cuda.output.find("tools/model: --device cuda: torch "), std::string::npos) << cuda.output;
+    EXPECT_EQ(cuda.output.find("Traceback"), std::string::npos) << cuda.output;
   }
 }
 

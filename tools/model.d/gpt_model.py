@@ -1,11 +1,13 @@
-"""tools/model's measurement: megatron-core's GPTModel on CPU, trained per variant from the same
-weights, data and seeds (tools/model says what it prints)."""
+"""tools/model's measurement: megatron-core's GPTModel trained per variant from the same weights,
+data and seeds, on CPU or on a CUDA device (tools/model says what it prints)."""
+import contextlib
 import difflib
 import gc
 import importlib.util
 import json
 import logging
 import os
+import pickle
 import sys
 import tempfile
 import warnings
@@ -16,46 +18,73 @@ os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
 warnings.filterwarnings("ignore")
 
 import torch  # noqa: E402
-from torch.profiler import ProfilerActivity, profile  # noqa: E402
+from torch.profiler import ProfilerActivity, profile, record_function  # noqa: E402
 
 logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # "No CUDA runtime is found"
 
 import holders  # noqa: E402
+import snapshots  # noqa: E402
 
 SEED, LR = 1234, 0.05
 # The line the clearing change adds its loop after, in CheckpointFunction.backward.
 COLLECT = "grads = tuple(inp.grad if isinstance(inp, torch.Tensor) else inp for inp in detached_inputs)"
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
 class Refused(Exception):
-    """The tree or the configuration cannot be measured: one line saying why."""
+    """The tree, the configuration or the device cannot be measured: one line saying why."""
 
 
-# Megatron's CUDA RNG calls go to a CPU generator, and "the current device" is the CPU (Megatron
-# allocates its rotary frequencies and its global memory buffer there), before Megatron loads.
 DEVICE_GENERATOR = torch.Generator()
-torch.cuda.get_rng_state = torch.cuda.random.get_rng_state = lambda device="cuda": DEVICE_GENERATOR.get_state()
-torch.cuda.set_rng_state = torch.cuda.random.set_rng_state = lambda state, device="cuda": DEVICE_GENERATOR.set_state(state)
-torch.cuda.manual_seed = lambda seed: DEVICE_GENERATOR.manual_seed(seed)
-torch.cuda.current_device = lambda: torch.device("cpu")
+DEVICE = torch.device("cpu")
 
-try:
-    import megatron.core.tensor_parallel as tensor_parallel
-    import megatron.core.tensor_parallel.random as megatron_random
-    from megatron.core import parallel_state
-    from megatron.core.models.common.embeddings.rotary_pos_embedding import RotaryEmbedding
-    from megatron.core.models.gpt import GPTModel
-    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
-    from megatron.core.transformer.transformer_config import TransformerConfig
-except Exception as error:  # noqa: BLE001  (an old or broken tree: say which, in one line, exit 2)
-    print(f"tools/model: Megatron's GPT model cannot be imported here: {type(error).__name__}: {error}", file=sys.stderr)
-    sys.exit(2)
 
-# On CPU, dropout inside a tracker fork draws from the CPU generator, which Megatron warns about
-# at every fork; the recomputation restores that generator too.
-logging.getLogger(megatron_random.__name__).setLevel(logging.ERROR)
-megatron_random._get_cuda_rng_state = lambda device="cuda", clone=False, graph_safe=False: DEVICE_GENERATOR.get_state()
-megatron_random._set_cuda_rng_state = lambda state, device=-1, graph_safe=False: DEVICE_GENERATOR.set_state(state)
+def load_megatron(device):
+    """Imports Megatron for `device`. On CPU, Megatron's CUDA RNG calls go to a CPU generator and
+    "the current device" is the CPU (Megatron allocates its rotary frequencies and its global
+    memory buffer there), before Megatron loads; on CUDA, Megatron runs as it does on a GPU."""
+    global DEVICE, tensor_parallel, megatron_random, parallel_state, RotaryEmbedding, GPTModel
+    global get_gpt_layer_local_spec, TransformerConfig
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            raise Refused(f"--device cuda: torch {torch.__version__} sees no CUDA device here")
+        DEVICE = torch.device("cuda", torch.cuda.current_device())
+    else:
+        torch.cuda.get_rng_state = torch.cuda.random.get_rng_state = lambda device="cuda": DEVICE_GENERATOR.get_state()
+        torch.cuda.set_rng_state = torch.cuda.random.set_rng_state = \
+            lambda state, device="cuda": DEVICE_GENERATOR.set_state(state)
+        torch.cuda.manual_seed = lambda seed: DEVICE_GENERATOR.manual_seed(seed)
+        torch.cuda.current_device = lambda: torch.device("cpu")
+    try:
+        import megatron.core.tensor_parallel as tensor_parallel
+        import megatron.core.tensor_parallel.random as megatron_random
+        from megatron.core import parallel_state
+        from megatron.core.models.common.embeddings.rotary_pos_embedding import RotaryEmbedding
+        from megatron.core.models.gpt import GPTModel
+        from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+        from megatron.core.transformer.transformer_config import TransformerConfig
+    except Exception as error:  # noqa: BLE001  (an old or broken tree: say which, in one line, exit 2)
+        print(f"tools/model: Megatron's GPT model cannot be imported here: {type(error).__name__}: {error}",
+              file=sys.stderr)
+        sys.exit(2)
+    if device == "cpu":
+        # On CPU, dropout inside a tracker fork draws from the CPU generator, which Megatron warns
+        # about at every fork; the recomputation restores that generator too.
+        logging.getLogger(megatron_random.__name__).setLevel(logging.ERROR)
+        megatron_random._get_cuda_rng_state = \
+            lambda device="cuda", clone=False, graph_safe=False: DEVICE_GENERATOR.get_state()
+        megatron_random._set_cuda_rng_state = \
+            lambda state, device=-1, graph_safe=False: DEVICE_GENERATOR.set_state(state)
+
+
+def held():
+    """The bytes held now: on CPU, what live tensors hold (each storage once); on CUDA, what the
+    caching allocator has handed out."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+        return torch.cuda.memory_allocated(DEVICE)
+    return holders.held_bytes()
+
 
 DETACHED = []  # (label, weak reference) of every recomputation input of the iteration running
 RETAINED = []  # --retain: what "a module caching its input" keeps
@@ -111,7 +140,8 @@ def load_checkpoint_function(tag, text, folder, retain):
 def build(args, recompute):
     try:
         config = TransformerConfig(num_layers=args.layers, hidden_size=args.hidden, num_attention_heads=args.heads,
-                                   use_cpu_initialization=True, params_dtype=torch.float32,
+                                   use_cpu_initialization=True, params_dtype=DTYPES[args.dtype],
+                                   bf16=args.dtype == "bfloat16",
                                    recompute_granularity="full" if recompute else None,
                                    recompute_method="uniform" if recompute else None,
                                    recompute_num_layers=1 if recompute else None, **args.config)
@@ -121,7 +151,7 @@ def build(args, recompute):
         spec = get_gpt_layer_local_spec(**({"enable_hyper_connection": True}
                                            if args.config.get("enable_hyper_connections") else {}))
         return GPTModel(config=config, transformer_layer_spec=spec, vocab_size=args.vocab,
-                        max_sequence_length=args.seq, position_embedding_type="rope")
+                        max_sequence_length=args.seq, position_embedding_type="rope").to(DEVICE)
     except Exception as error:  # noqa: BLE001  (Megatron refuses the configuration: say why)
         raise Refused(f"Megatron refuses the configuration: {type(error).__name__}: {error}")
 
@@ -133,7 +163,8 @@ def batches(args):
     made = []
     for _ in range(args.iterations):
         tokens = torch.randint(0, args.vocab, (1, args.seq + 1), generator=generator)
-        made.append((tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous(), positions, mask))
+        made.append(tuple(t.to(DEVICE) for t in (tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous(),
+                                                  positions, mask)))
     return made
 
 
@@ -144,7 +175,8 @@ def bits(t):
     """A tensor's dtype, shape and bytes, kept as Python bytes (not a tensor the count would see)."""
     if t is None:
         return None
-    return (str(t.dtype), tuple(t.shape), t.detach().contiguous().view(INTEGERS[t.element_size()]).numpy().tobytes())
+    return (str(t.dtype), tuple(t.shape),
+            t.detach().contiguous().view(INTEGERS[t.element_size()]).cpu().numpy().tobytes())
 
 
 def peak_of(prof):
@@ -157,10 +189,20 @@ def peak_of(prof):
     return peak
 
 
-def run_variant(args, checkpoint, initial, data):
+def peak_since(before, start, prof):
+    """The most held during the iteration, above the variant's start: on CUDA the allocator's
+    peak; on CPU the iteration's start plus the profiler's highest point above it."""
+    if DEVICE.type == "cuda":
+        return torch.cuda.max_memory_allocated(DEVICE) - before
+    return start - before + peak_of(prof)
+
+
+def run_variant(args, name, checkpoint, initial, data, snapshot_to=None):
+    """Trains the iterations of `data` with `checkpoint` (None: no recompute), and records each;
+    with `snapshot_to`, writes the last iteration's allocations there (snapshots.py)."""
     parallel_state.destroy_global_memory_buffer()  # filled by the first attention call: each
     parallel_state._set_global_memory_buffer()     # variant starts from an empty one
-    before = holders.held_bytes()
+    before = held()
     model = build(args, recompute=checkpoint is not None)
     model.load_state_dict(initial, strict=True)
     original = tensor_parallel.checkpoint
@@ -172,20 +214,39 @@ def run_variant(args, checkpoint, initial, data):
     megatron_random.model_parallel_cuda_manual_seed(SEED + 1)
     records = []
     try:
-        for tokens, labels, positions, mask in data:
+        for i, (tokens, labels, positions, mask) in enumerate(data):
             DETACHED.clear()
             RETAINED.clear()
-            start = holders.held_bytes()
-            with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-                loss = model(tokens, positions, mask, labels=labels).float().mean()
-                loss.backward()
-            record = {"loss": loss.item(), "loss_bits": bits(loss), "peak": start - before + peak_of(prof),
-                      "grads": {n: bits(p.grad) for n, p in model.named_parameters()}}
-            del loss, prof
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+            start = held()
+            last = i + 1 == len(data)
+            if DEVICE.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(DEVICE)
+                if snapshot_to and last:
+                    torch.cuda.memory._record_memory_history(max_entries=1_000_000)
+            window = (profile(activities=[ProfilerActivity.CPU], profile_memory=True) if DEVICE.type == "cpu"
+                      else contextlib.nullcontext())
+            with window as prof:
+                with record_function(snapshots.FORWARD):
+                    loss = model(tokens, positions, mask, labels=labels).float().mean()
+                with record_function(snapshots.BACKWARD):
+                    loss.backward()
+                record = {"loss": loss.item(), "loss_bits": bits(loss),
+                          "grads": {n: bits(p.grad) for n, p in model.named_parameters()}}
+                del loss
+                with record_function(snapshots.STEP):
+                    optimizer.step()
+                    optimizer.zero_grad(set_to_none=True)
+            record["peak"] = peak_since(before, start, prof)
             record["params"] = {n: bits(p) for n, p in model.named_parameters()}
-            record["floor"] = holders.held_bytes() - before
+            record["floor"] = held() - before
+            if snapshot_to and last:
+                if DEVICE.type == "cuda":
+                    taken = torch.cuda.memory._snapshot()
+                    torch.cuda.memory._record_memory_history(enabled=None)
+                else:
+                    taken = snapshots.from_profiler(prof, name, start - before)
+                snapshots.write(taken, snapshot_to)
+            del prof
             record["inputs"] = len(DETACHED)
             record["alive"] = []
             for label, ref in DETACHED:
@@ -199,7 +260,7 @@ def run_variant(args, checkpoint, initial, data):
                 del t, grad
             # What only a reference cycle keeps goes at the collector's next run, whenever that is.
             gc.collect()
-            record["floor_after_collect"] = holders.held_bytes() - before
+            record["floor_after_collect"] = held() - before
             record["alive_after_collect"] = sum(ref() is not None for _, ref in DETACHED)
             records.append(record)
     finally:
@@ -212,6 +273,7 @@ def run_variant(args, checkpoint, initial, data):
 
 
 def measure(args):
+    load_megatron(args.device)
     torch.set_num_threads(1)
     if not torch.distributed.is_initialized():
         torch.distributed.init_process_group("gloo", rank=0, world_size=1)
@@ -235,11 +297,14 @@ def measure(args):
         # A first recomputed iteration makes what Megatron and torch keep once made (caches,
         # lazily built buffers): not one variant's bytes.
         try:
-            run_variant(args, base, initial, data[:1])
-            runs = {name: run_variant(args, checkpoint, initial, data)
+            run_variant(args, "warm-up", base, initial, data[:1])
+            runs = {name: run_variant(args, name, checkpoint, initial, data,
+                                      f"{args.snapshot}-{name}.pickle" if args.snapshot else None)
                     for name, checkpoint in (("no-recompute", None), ("base", base), ("head", head))}
         except Refused:
             raise
+        except torch.OutOfMemoryError as error:
+            raise Refused(f"the configuration does not fit in {DEVICE}'s memory: {str(error).splitlines()[0]}")
         except Exception as error:  # noqa: BLE001  (Megatron accepted the configuration, then failed)
             raise Refused(f"Megatron cannot train the configuration: {type(error).__name__}: {error}")
     finally:
@@ -281,6 +346,9 @@ def summarize(args, runs, edit):
     return {"torch": torch.__version__, "megatron_core": getattr(sys.modules["megatron.core"], "__version__", "unknown"),
             "random_py": megatron_random.__file__, "head": args.head or "the base's file with the clearing change",
             "edit": edit, "retain": args.retain,
+            "device": str(DEVICE), "dtype": args.dtype,
+            "device_name": torch.cuda.get_device_name(DEVICE) if DEVICE.type == "cuda" else "CPU",
+            "snapshots": [f"{args.snapshot}-{name}.pickle" for name in runs] if args.snapshot else [],
             "config": dict({k: getattr(args, k) for k in ("layers", "hidden", "heads", "seq", "vocab", "iterations")},
                            settings=args.config),
             "parameters": len(runs["base"][0]["grads"]), "iterations": iterations, "head_as_base": head_as_base}
@@ -288,7 +356,8 @@ def summarize(args, runs, edit):
 
 def print_report(report):
     c = report["config"]
-    print(f"GPTModel, megatron-core {report['megatron_core']}, torch {report['torch']}, CPU, float32: "
+    print(f"GPTModel, megatron-core {report['megatron_core']}, torch {report['torch']}, {report['device_name']}, "
+          f"{report['dtype']}: "
           f"{c['layers']} layers, hidden {c['hidden']}, {c['heads']} heads, sequence {c['seq']}, vocabulary "
           f"{c['vocab']}, full uniform recompute, SGD, {c['iterations']} iterations"
           + "".join(f", {k}={v!r}" for k, v in c["settings"].items())
@@ -309,7 +378,9 @@ def print_report(report):
               f"{row['floor']['no-recompute']:>12}  {row['floor']['base']:>11}  {row['floor']['head']:>11}  "
               f"{row['freed']:>5}  {row['predicted']:>9}  "
               f"{row['peak']['base']:>10}  {row['peak']['head']:>10}")
-    print(f"(bytes; {report['parameters']} parameters compared; the floor is what live tensors hold after the "
+    counted = ("what the caching allocator has handed out" if report["device"].startswith("cuda")
+               else "what live tensors hold")
+    print(f"(bytes; {report['parameters']} parameters compared; the floor is {counted} after the "
           "step, parameters included; freed = floor base - floor head; predicted = the .grad bytes of the base's "
           "live recomputation inputs)")
     last = report["iterations"][-1]
@@ -329,6 +400,11 @@ def print_report(report):
                 print(f"  {a['input']}: storage {a['storage_bytes']} bytes, .grad {a['grad_bytes']} bytes, held by")
                 for path in a["held_by"]:
                     print(f"    {path}")
+    for path in report["snapshots"]:
+        print(f"\nsnapshot: {path} (python -m torch.cuda._memory_viz trace_plot {path} -o "
+              f"{path[:-len('.pickle')]}.html)", end="")
+    if report["snapshots"]:
+        print()
     print("\nOK: the head computes the base's bits and holds no more" if report["head_as_base"] else
           "\nFAIL: the head's losses, gradients or parameters differ from the base's, or its floor is higher")
 
