@@ -62,6 +62,20 @@ std::string phase_label(const std::string& mark) {
   return mark;
 }
 
+// The recomputation inputs alive after the last iteration, per run, as data.
+json alive_json(const Observations& oracle, const Observations& sut) {
+  json out = json::object();
+  for (const auto& [role, run] : {std::pair{"oracle", &oracle}, std::pair{"sut", &sut}}) {
+    json rows = json::array();
+    for (const AliveInput& a : run->iterations.back().alive_inputs) {
+      rows.push_back({{"input", a.where}, {"storage_bytes", a.storage_bytes}, {"grad_bytes", a.grad_bytes},
+                      {"held_by", a.held_by}});
+    }
+    out[role] = rows;
+  }
+  return out;
+}
+
 int command_memory(const Args& args) {
   ResidualStreamOptions model;
   model.layers = static_cast<int>(args.number("layers", model.layers, 1, 1024));
@@ -130,6 +144,13 @@ int command_memory(const Args& args) {
     if (!verdict.holds) std::cout << name << ": " << verdict.describe() << "\n";
     ok = ok && verdict.holds;
   }
+  // Who holds the bytes: every recomputation input alive after the last iteration, per run.
+  for (const auto& [run, name] : {std::pair{&o, oracle->name()}, std::pair{&s, sut->name()}}) {
+    const std::vector<AliveInput>& alive = run->iterations.back().alive_inputs;
+    std::cout << "\n" << name << ": " << alive.size() << " recomputation inputs alive after the last iteration"
+              << (alive.empty() ? ": nothing retained" : "") << "\n";
+    for (const AliveInput& a : alive) std::cout << "  " << a.describe() << "\n";
+  }
   const MemoryRecord& last_s = s.iterations.back().memory;
   const MemoryRecord& last_o = o.iterations.back().memory;
   const double per_layer = double(last_o.floor - last_s.floor) / model.layers;
@@ -176,6 +197,7 @@ int command_memory(const Args& args) {
                                               {"sut", sut->name()},
                                               {"oracle", oracle->name()},
                                               {"iterations", rows},
+                                              {"alive_inputs", alive_json(o, s)},
                                               {"freed_per_layer", per_layer},
                                               {"gradient_adopted", model.device == "cpu" ? json(adopted) : json(nullptr)},
                                               {"ok", ok}});

@@ -16,6 +16,7 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include "core/allocation_scopes.h"
+#include "core/holders.h"
 #include "core/memory.h"
 #include "core/shapes.h"
 #include "core/torch_compat.h"
@@ -152,6 +153,26 @@ class Interpreter {
       held.push_back(w.where + ": .grad of " + std::to_string(grad.storage().nbytes()) + " bytes");
     }
     return held;
+  }
+
+  // Every recomputation input still alive, and what holds it.
+  std::vector<AliveInput> alive_inputs() const {
+    std::vector<std::pair<std::string, at::Tensor>> stashes;
+    for (const auto& [op, site] : sites_.stashes) {
+      const auto kept = stash_.find(op);
+      if (kept != stash_.end() && is_tensor(kept->second)) stashes.emplace_back(site, as_tensor(kept->second));
+    }
+    std::vector<AliveInput> alive;
+    for (const Watched& w : watched_) {
+      auto impl = w.input.lock();
+      if (!impl) continue;
+      const at::Tensor input(std::move(impl));
+      const at::Tensor& grad = input.grad();
+      alive.push_back(AliveInput{w.where, static_cast<int64_t>(input.storage().nbytes()),
+                                 grad.defined() ? static_cast<int64_t>(grad.storage().nbytes()) : 0,
+                                 who_holds(input, stashes)});
+    }
+    return alive;
   }
 
   // Every gradient storage that reached a recomputation input and is still alive after the
@@ -487,6 +508,11 @@ void use_deterministic_algorithms() {
   at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
 }
 
+std::string AliveInput::describe() const {
+  return where + " (" + std::to_string(storage_bytes) + " bytes, .grad " + std::to_string(grad_bytes) +
+         " bytes), held by " + held_by;
+}
+
 Observations run_case(const Case& c, CheckpointImplementation& implementation, const RunOptions& options) {
   use_deterministic_algorithms();
   Observations obs;
@@ -608,6 +634,10 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
     record.detached_inputs_holding_grad = interpreter.recomputation_inputs_holding_grad();
     record.gradients_held_elsewhere = interpreter.produced_gradients_held_elsewhere(leaves);
     record.stashed = interpreter.stashed();
+    {
+      memory::Uncounted uncounted;  // the harness's record, after the floor was read
+      record.alive_inputs = interpreter.alive_inputs();
+    }
     // Then the recomputation inputs let go of their .grad, as clearing has them do in backward:
     // what that frees is what clearing saves, and every run starts the next iteration without it.
     const int64_t released = interpreter.release_recomputation_grads();

@@ -64,6 +64,15 @@ struct StashRecord {
   at::Tensor grad;            // its .grad, cloned; undefined when it has none
 };
 
+// A recomputation input still alive after an iteration, and what keeps it (core/holders.h).
+struct AliveInput {
+  std::string where;  // "root.ops[1] input 0"
+  int64_t storage_bytes = 0;
+  int64_t grad_bytes = 0;  // its .grad's; 0 without one
+  std::string held_by;
+  std::string describe() const;  // "root.ops[1] input 0 (512 B, .grad 512 B), held by the stash ..."
+};
+
 // One iteration of a run: what it computed, and the state it left. An iteration that raised
 // (`error` set) has no outputs or loss; its leaves, RNG states, flag and recomputation inputs
 // are the state the error left, as the caller sees it once the exception reached it.
@@ -85,6 +94,9 @@ struct IterationRecord {
   std::vector<std::string> gradients_held_elsewhere;
   // What every stash op that ran keeps, in the case's order of its ops; after an error too.
   std::vector<StashRecord> stashed;
+  // Every recomputation input still alive after an iteration that completed, and what holds it,
+  // recorded before the harness lets go of their .grad (MemoryRecord::released_bytes).
+  std::vector<AliveInput> alive_inputs;
   // Set when the iteration raised. After an error only the recomputation inputs of checkpoint
   // calls whose backward returned are listed above (those of a backward the error cut short
   // were never collected, so the change has nothing to clear), gradients_held_elsewhere is

@@ -320,6 +320,20 @@ std::string bytes(int64_t n) { return std::to_string(n) + (n == 1 ? " byte" : " 
 // peak: at most the oracle's. To the byte on both devices: on CUDA the bytes each allocation
 // asked for, from the caching allocator's trace (its rounded statistics on libtorch before 2.1),
 // the same on both sides.
+// Who held the bytes: the recomputation inputs alive after iteration `i` of both runs, and
+// what kept each (a memory finding's evidence).
+std::string holders_after(size_t i, const Observations& subject, const Observations& oracle) {
+  std::string text;
+  for (const auto& [run, name] : {std::pair{&subject, "this run"}, std::pair{&oracle, "the oracle"}}) {
+    const std::vector<AliveInput>& alive = run->iterations[i].alive_inputs;
+    text += std::string("; recomputation inputs alive in ") + name + ": ";
+    if (alive.empty()) text += "none";
+    for (size_t k = 0; k < alive.size() && k < 3; ++k) text += (k ? "; " : "") + alive[k].describe();
+    if (alive.size() > 3) text += "; ... (" + std::to_string(alive.size()) + " in all)";
+  }
+  return text;
+}
+
 Verdict memory_floor(const Observations& subject, const Runs& runs) {
   const Observations& oracle = runs.oracle;
   for (size_t i = 0; i < common_iterations(subject, oracle); ++i) {
@@ -329,14 +343,14 @@ Verdict memory_floor(const Observations& subject, const Runs& runs) {
     const std::string at = "after " + at_iteration(i);
     if (s.floor > o.floor) {
       return Verdict::fail_in(i, at, std::nullopt, "floor " + std::to_string(s.floor) + " bytes, above the oracle's " +
-                                                       std::to_string(o.floor));
+                                                       std::to_string(o.floor) + holders_after(i, subject, oracle));
     }
     const int64_t freed = o.floor - s.floor;
     if (freed != o.released_bytes) {
       return Verdict::fail_in(i, at, std::nullopt,
                               "floor " + bytes(freed) + " below the oracle's, predicted " + std::to_string(o.released_bytes) +
                                   " (what letting go of the .grad of its " + std::to_string(o.released_grads) +
-                                  " live recomputation inputs frees)");
+                                  " live recomputation inputs frees)" + holders_after(i, subject, oracle));
     }
     if (s.peak > o.peak) {
       return Verdict::fail_in(i, "during " + at_iteration(i), std::nullopt,

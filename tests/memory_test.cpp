@@ -182,6 +182,58 @@ TEST(MemoryFloor, clearing_frees_exactly_the_grad_bytes_of_the_stashed_stream_in
   }
 }
 
+// Who holds the bytes: every recomputation input alive after an iteration, with what keeps it.
+TEST(MemoryFloor, names_what_holds_each_recomputation_input_still_alive) {
+  const Case c = residual_stream_case(small_model());
+  const Observations o = run_case(c, *make_checkpoint("nonclearing"));
+  const Observations s = run_case(c, *make_checkpoint("clearing"));
+  ASSERT_FALSE(o.error);
+  ASSERT_FALSE(s.error);
+  const std::vector<AliveInput>& alive = o.iterations.back().alive_inputs;
+  ASSERT_EQ(alive.size(), 6u);  // 3 layers x 2 streams, each stashed by its layer
+  EXPECT_EQ(alive[0].where, "root.ops[2] input 0");
+  EXPECT_EQ(alive[0].held_by, "the stash root.ops[2].body.ops[0]");
+  EXPECT_EQ(alive[0].storage_bytes, 16 * 8 * 4);
+  EXPECT_EQ(alive[0].grad_bytes, 16 * 8 * 4);  // the oracle keeps the .grad
+  EXPECT_EQ(s.iterations.back().alive_inputs.at(0).grad_bytes, 0);  // the change clears it
+  // The oracle's floor is not the sut's prediction when the sut keeps the .grad (the change left
+  // out): the finding's evidence says who held the bytes.
+  const Observations kept = run_case(c, *make_checkpoint("no-clear"));
+  const Verdict verdict = find_property("memory-floor")->check(kept, Runs{o, o});
+  ASSERT_FALSE(verdict.holds);
+  EXPECT_NE(verdict.describe().find("root.ops[2] input 0 (512 bytes, .grad 512 bytes), held by the stash "
+                                    "root.ops[2].body.ops[0]"),
+            std::string::npos)
+      << verdict.describe();
+}
+
+// A body that stashes a tensor it computed from its input keeps the input through the graph
+// behind that tensor (the AccumulateGrad of the detached input): the shape of what retains the
+// inputs in Megatron-LM's hyper-connection layers (docs/memory.md).
+TEST(MemoryFloor, an_input_kept_through_a_stashed_tensor_s_graph_is_named_by_that_graph) {
+  Case c;
+  c.seed = 7;
+  c.leaves.push_back(Leaf{{4, 4}, std::nullopt, true, Fill::randn});
+  c.leaves.push_back(Leaf{{4, 4}, std::nullopt, true, Fill::randn});
+  Checkpoint layer;
+  layer.args = {Ref{0}, Ref{1}};
+  layer.body->ops.push_back(Matmul{0, 1});                   // v2, from both inputs
+  layer.body->ops.push_back(Stash{2});
+  layer.body->ops.push_back(Unary{Unary::Fn::tanh, 2});     // v3
+  layer.body->outputs = {3};
+  c.root.ops.push_back(std::move(layer));
+  c.root.outputs = {2};
+  validate(c, Limits{});
+  const Observations o = run_case(c, *make_checkpoint("nonclearing"));
+  ASSERT_FALSE(o.error);
+  const std::vector<AliveInput>& alive = o.iterations.back().alive_inputs;
+  ASSERT_EQ(alive.size(), 2u);
+  for (const AliveInput& a : alive) {
+    EXPECT_EQ(a.held_by, "its AccumulateGrad, in the graph of the tensor the stash root.ops[0].body.ops[1] keeps")
+        << a.where;
+  }
+}
+
 Classification classification_of(const CaseResult& result, const std::string& property) {
   for (const PropertyResult& r : result.results) {
     if (r.property == property) return r.classification;
@@ -278,6 +330,13 @@ TEST(MemoryFloor, a_gradient_held_through_a_view_autograd_refuses_to_read_is_pre
     EXPECT_EQ(mo.released_grads, 1) << "the outer recomputation input, kept by the stashed view's graph";
     EXPECT_EQ(mo.released_bytes, 8 * 8 * 4) << "iteration " << i;
     EXPECT_EQ(mo.floor - ms.floor, mo.released_bytes) << "iteration " << i;
+    // And the attribution names that graph, through the node autograd refuses to hand out.
+    bool named = false;
+    for (const AliveInput& a : o.iterations[i].alive_inputs) {
+      named = named || (a.grad_bytes == 8 * 8 * 4 &&
+                        a.held_by == "its AccumulateGrad, in the graph of the tensor the stash root.ops[0].body.ops[1] keeps");
+    }
+    EXPECT_TRUE(named) << "iteration " << i;
   }
   for (const char* variant : {"clearing", "no-clear"}) {
     auto sut = make_checkpoint(variant);

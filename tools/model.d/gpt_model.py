@@ -48,6 +48,10 @@ def load_megatron(device):
     if device == "cuda":
         if not torch.cuda.is_available():
             raise Refused(f"--device cuda: torch {torch.__version__} sees no CUDA device here")
+        # Bitwise verdicts need the same bits from the same inputs: deterministic kernels, and
+        # cuBLAS's fixed workspace (read when its handle is made, after this).
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True, warn_only=True)
         DEVICE = torch.device("cuda", torch.cuda.current_device())
     else:
         torch.cuda.get_rng_state = torch.cuda.random.get_rng_state = lambda device="cuda": DEVICE_GENERATOR.get_state()
@@ -222,7 +226,7 @@ def run_variant(args, name, checkpoint, initial, data, snapshot_to=None):
             if DEVICE.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(DEVICE)
                 if snapshot_to and last:
-                    torch.cuda.memory._record_memory_history(max_entries=1_000_000)
+                    torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks="python")
             window = (profile(activities=[ProfilerActivity.CPU], profile_memory=True) if DEVICE.type == "cpu"
                       else contextlib.nullcontext())
             with window as prof:
