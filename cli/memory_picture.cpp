@@ -182,7 +182,8 @@ std::string memory_picture(const std::vector<PictureSeries>& series, const std::
     std::string label = phase_label(shown[j].label);
     const bool second_row = j % 2 == 1 && double(label.size()) * kCharWidth > (x1 - x0) - 4;
     const double row = second_row ? 15 : 0;
-    const double room = (x1 - x0) * (second_row ? 1.9 : 1.0) - 4;
+    // A label in the second row has its neighbours' room too: theirs are in the first.
+    const double room = (second_row ? std::max((x1 - x0) * 1.9, 150.0) : x1 - x0) - 4;
     const size_t fits = static_cast<size_t>(std::max(1.0, room / kCharWidth));
     if (label.size() > fits) label = label.substr(0, fits > 1 ? fits - 1 : 1) + "\u2026";
     svg << "<text x=\"" << number((x0 + x1) / 2) << "\" y=\"" << kTop + plot_height + 16 + row
