@@ -138,6 +138,24 @@ TEST(MemorySnapshot, recheck_memory_s_snapshots_render_in_torch_s_viewer_and_end
   EXPECT_EQ(check_snapshot(prefix + "-oracle.pickle", last.at("floor_oracle"), "forward 'layer 1' 'layer 2'"), "");
 }
 
+// The finding's standalone script (docs/scripts/), with torch and the dev tree alone: it shows
+// the retention with hyper-connections (exit 1) and none with the plain layer (exit 0).
+TEST(Model, the_standalone_script_shows_the_dev_tree_s_retention_and_none_without_streams) {
+  const char* tree = std::getenv("RECHECK_MEGATRON_DEV_TREE");
+  if (tree == nullptr || *tree == '\0') GTEST_SKIP() << "RECHECK_MEGATRON_DEV_TREE names no Megatron-LM dev tree";
+  const std::string script = std::string(RECHECK_PYTHON_EXECUTABLE) + " " + RECHECK_SOURCE_DIR +
+                             "/docs/scripts/hyper_connections_keep_layer_inputs.py " + tree;
+  const auto streams = test_shell::run_shell(script);
+  EXPECT_EQ(streams.exit_code, 1) << streams.output;
+  EXPECT_NE(streams.output.find("2 of 6 recomputation inputs alive after the step\n  [32, 1, 256]: 32768 bytes, "
+                                ".grad 32768 bytes"),
+            std::string::npos)
+      << streams.output;
+  const auto plain = test_shell::run_shell(script + " --plain");
+  EXPECT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_NE(plain.output.find("0 of 6 recomputation inputs alive"), std::string::npos) << plain.output;
+}
+
 TEST(Model, bad_input_is_one_line_and_exit_2) {
   if (venv_of_megatron().empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
   // A tree whose megatron package cannot be imported (an old tree's training-code imports).
