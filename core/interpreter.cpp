@@ -566,6 +566,46 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
     interpreter.track_allocation_scopes();
   }
 
+  // The state an iteration left, recorded by this one function whether it completed or raised
+  // (then `record.error` is set, and the outputs and the graph are gone: they lived in the block
+  // the exception left). After an error only the recomputation inputs of calls whose backward
+  // returned count, and memory is not measured.
+  auto record_state_after = [&](IterationRecord& record) {
+    const bool completed = !record.error;
+    if (completed && allocations) {
+      const std::vector<memory::Allocation> made = allocations->take();
+      if (!allocations->overflowed()) interpreter.name_allocations(made, record.allocations);
+    }
+    const bool measured = completed && measure;
+    if (measured) {
+      implementation.settle();
+      record.memory.measured = true;
+      record.memory.floor = held();
+      record.memory.peak = peak();
+    }
+    record.detached_inputs_holding_grad = interpreter.recomputation_inputs_holding_grad(/*returned_only=*/!completed);
+    if (completed) record.gradients_held_elsewhere = interpreter.produced_gradients_held_elsewhere(leaves);
+    record.stashed = interpreter.stashed();
+    if (completed) {
+      memory::Uncounted uncounted;  // the harness's record, after the floor was read
+      record.alive_inputs = interpreter.alive_inputs();
+    }
+    // Then the recomputation inputs let go of their .grad, as clearing has them do in backward:
+    // what that frees is what clearing saves, and every run starts the next iteration without it.
+    const int64_t released = interpreter.release_recomputation_grads();
+    if (measured) {
+      record.memory.released_grads = released;
+      record.memory.released_bytes = record.memory.floor - held();
+    }
+    for (const at::Tensor& leaf : leaves) {
+      record.leaf_grads.push_back(clone_for_record(leaf.grad()));
+      record.leaf_data.push_back(clone_for_record(leaf));
+    }
+    record.rng = completed ? harness_snapshot() : record.error->rng;
+    record.checkpointing_flag = implementation.checkpointing_flag();
+    record.autocast = compat::autocast_states();
+  };
+
   for (int iteration = 0; iteration < c.iterations; ++iteration) {
     interpreter.start_iteration(iteration);
     IterationRecord record;
@@ -597,23 +637,12 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
       if (loss.defined()) torch::autograd::backward({loss});
     } catch (...) {
       if (timeline) obs.timeline = probe->stop_timeline();
-      // The state the error left, as the caller finds it once the exception reached it: the
-      // outputs and the graph are gone (they lived in the block the exception left).
       record.error = ErrorRecord{iteration, phase, describe_current_exception(), harness_snapshot(), std::move(phase_start),
                                  obs.op_executions - ops_before};
       if (!obs.error) obs.error = record.error;
       record.outputs.clear();
       record.loss = at::Tensor();
-      record.detached_inputs_holding_grad = interpreter.recomputation_inputs_holding_grad(/*returned_only=*/true);
-      record.stashed = interpreter.stashed();
-      (void)interpreter.release_recomputation_grads();
-      for (const at::Tensor& leaf : leaves) {
-        record.leaf_grads.push_back(clone_for_record(leaf.grad()));
-        record.leaf_data.push_back(clone_for_record(leaf));
-      }
-      record.rng = record.error->rng;
-      record.checkpointing_flag = implementation.checkpointing_flag();
-      record.autocast = compat::autocast_states();
+      record_state_after(record);
       obs.iterations.push_back(std::move(record));
       // A training loop that skips the batch goes on with the next; by default the run stops.
       if (c.continue_after_error) continue;
@@ -621,37 +650,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
     }
     // The outputs and the loss are gone: what is held now is the floor.
     if (timeline) obs.timeline = probe->stop_timeline();
-    if (allocations) {
-      const std::vector<memory::Allocation> made = allocations->take();
-      if (!allocations->overflowed()) interpreter.name_allocations(made, record.allocations);
-    }
-    if (measure) {
-      implementation.settle();
-      record.memory.measured = true;
-      record.memory.floor = held();
-      record.memory.peak = peak();
-    }
-    record.detached_inputs_holding_grad = interpreter.recomputation_inputs_holding_grad();
-    record.gradients_held_elsewhere = interpreter.produced_gradients_held_elsewhere(leaves);
-    record.stashed = interpreter.stashed();
-    {
-      memory::Uncounted uncounted;  // the harness's record, after the floor was read
-      record.alive_inputs = interpreter.alive_inputs();
-    }
-    // Then the recomputation inputs let go of their .grad, as clearing has them do in backward:
-    // what that frees is what clearing saves, and every run starts the next iteration without it.
-    const int64_t released = interpreter.release_recomputation_grads();
-    if (measure) {
-      record.memory.released_grads = released;
-      record.memory.released_bytes = record.memory.floor - held();
-    }
-    for (const at::Tensor& leaf : leaves) {
-      record.leaf_grads.push_back(clone_for_record(leaf.grad()));
-      record.leaf_data.push_back(clone_for_record(leaf));
-    }
-    record.rng = harness_snapshot();
-    record.checkpointing_flag = implementation.checkpointing_flag();
-    record.autocast = compat::autocast_states();
+    record_state_after(record);
     obs.iterations.push_back(std::move(record));
   }
   return obs;
