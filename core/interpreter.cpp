@@ -16,7 +16,7 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include "core/allocation_scopes.h"
-#include "core/holders.h"
+#include "core/recomputation_inputs.h"
 #include "core/memory.h"
 #include "core/shapes.h"
 #include "core/torch_compat.h"
@@ -108,11 +108,21 @@ class Interpreter {
   }
 
   int iteration = 0;
+  RecomputationInputs recomputation_inputs;  // this iteration's
+
+  // The tensors the stash ops keep now, by site: where a live recomputation input may be held.
+  std::vector<std::pair<std::string, at::Tensor>> stashed_tensors() const {
+    std::vector<std::pair<std::string, at::Tensor>> stashes;
+    for (const auto& [op, site] : sites_.stashes) {
+      const auto kept = stash_.find(op);
+      if (kept != stash_.end() && is_tensor(kept->second)) stashes.emplace_back(site, as_tensor(kept->second));
+    }
+    return stashes;
+  }
 
   void start_iteration(int i) {
     iteration = i;
-    watched_.clear();
-    produced_->clear();
+    recomputation_inputs.clear();
     scopes_->reset();
   }
 
@@ -139,81 +149,6 @@ class Interpreter {
     return records;
   }
 
-  // `returned_only`: only the inputs of checkpoint calls whose backward returned (after an
-  // error, those of a backward it cut short were never collected).
-  std::vector<std::string> recomputation_inputs_holding_grad(bool returned_only = false) const {
-    std::vector<std::string> held;
-    for (const Watched& w : watched_) {
-      if (returned_only && !*w.returned) continue;
-      auto impl = w.input.lock();
-      if (!impl) continue;
-      const at::Tensor input(std::move(impl));
-      const at::Tensor& grad = input.grad();
-      if (!grad.defined()) continue;
-      held.push_back(w.where + ": .grad of " + std::to_string(grad.storage().nbytes()) + " bytes");
-    }
-    return held;
-  }
-
-  // Every recomputation input still alive, and what holds it.
-  std::vector<AliveInput> alive_inputs() const {
-    std::vector<std::pair<std::string, at::Tensor>> stashes;
-    for (const auto& [op, site] : sites_.stashes) {
-      const auto kept = stash_.find(op);
-      if (kept != stash_.end() && is_tensor(kept->second)) stashes.emplace_back(site, as_tensor(kept->second));
-    }
-    std::vector<AliveInput> alive;
-    for (const Watched& w : watched_) {
-      auto impl = w.input.lock();
-      if (!impl) continue;
-      const at::Tensor input(std::move(impl));
-      const at::Tensor& grad = input.grad();
-      alive.push_back(AliveInput{w.where, static_cast<int64_t>(input.storage().nbytes()),
-                                 grad.defined() ? static_cast<int64_t>(grad.storage().nbytes()) : 0,
-                                 who_holds(input, stashes)});
-    }
-    return alive;
-  }
-
-  // Every gradient storage that reached a recomputation input and is still alive after the
-  // iteration although neither a case leaf's .grad nor a live recomputation input's .grad
-  // holds it, as "root.ops[2] input 0: gradient of 48 bytes held elsewhere".
-  std::vector<std::string> produced_gradients_held_elsewhere(const std::vector<at::Tensor>& case_leaves) const {
-    std::unordered_set<const c10::StorageImpl*> accounted;
-    for (const at::Tensor& leaf : case_leaves) {
-      if (leaf.grad().defined()) accounted.insert(leaf.grad().storage().unsafeGetStorageImpl());
-    }
-    for (const Watched& w : watched_) {
-      auto impl = w.input.lock();
-      if (!impl) continue;
-      const at::Tensor input(std::move(impl));
-      if (input.grad().defined()) accounted.insert(input.grad().storage().unsafeGetStorageImpl());
-    }
-    std::vector<std::string> held;
-    for (const Produced& p : *produced_) {
-      auto storage = p.storage.lock();
-      if (!storage || accounted.count(storage.get())) continue;
-      held.push_back(p.where + ": gradient of " + std::to_string(storage->nbytes()) + " bytes held elsewhere");
-    }
-    return held;
-  }
-
-  // Lets go of the .grad of every recomputation input still alive (see
-  // MemoryRecord::released_bytes); returns how many it let go.
-  int64_t release_recomputation_grads() {
-    int64_t released = 0;
-    for (const Watched& w : watched_) {
-      auto impl = w.input.lock();
-      if (!impl) continue;
-      const at::Tensor input(std::move(impl));
-      at::Tensor& grad = input.mutable_grad();
-      if (!grad.defined()) continue;
-      grad.reset();
-      ++released;
-    }
-    return released;
-  }
-
   // The allocation scopes: while measuring, every checkpoint call's forward and backward is one.
   void track_allocation_scopes() { scopes_->active = true; }
   void name_allocations(const std::vector<memory::Allocation>& allocations, AllocationRecord& record) const {
@@ -226,37 +161,6 @@ class Interpreter {
   }
 
  private:
-  struct Watched {
-    std::string where;
-    c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> input;
-    std::shared_ptr<bool> returned;  // the backward of the call that recomputed it returned
-  };
-  // Marks a checkpoint call's backward as returned, from its node's post-hook (which a backward
-  // that raises never reaches).
-  struct MarkReturned final : torch::autograd::FunctionPostHook {
-    explicit MarkReturned(std::shared_ptr<bool> returned) : returned(std::move(returned)) {}
-    torch::autograd::variable_list operator()(const torch::autograd::variable_list& grad_inputs,
-                                              const torch::autograd::variable_list&) override {
-      *returned = true;
-      return grad_inputs;
-    }
-    std::shared_ptr<bool> returned;
-  };
-
-  void mark_when_backward_returns(const Values& outputs, const std::shared_ptr<bool>& returned) {
-    std::unordered_set<torch::autograd::Node*> hooked;
-    for (const Value& output : outputs) {
-      if (!is_tensor(output)) continue;
-      const torch::autograd::AutogradMeta* meta = torch::autograd::impl::get_autograd_meta(as_tensor(output));
-      if (meta == nullptr || !meta->grad_fn_ || !hooked.insert(meta->grad_fn_.get()).second) continue;
-      meta->grad_fn_->add_post_hook(std::make_unique<MarkReturned>(returned));
-    }
-  }
-  struct Produced {
-    std::string where;
-    c10::weak_intrusive_ptr<c10::StorageImpl> storage;
-  };
-
   void scope_backward_of(const std::string& site, const Values& outputs) {
     if (!scopes_->active) return;
     std::unordered_set<torch::autograd::Node*> hooked;
@@ -267,24 +171,6 @@ class Interpreter {
       if (meta == nullptr || !meta->grad_fn_ || !hooked.insert(meta->grad_fn_.get()).second) continue;
       meta->grad_fn_->add_pre_hook(std::make_unique<EnterBackward>(scopes_, site));
       meta->grad_fn_->add_post_hook(std::make_unique<LeaveBackward>(scopes_));
-    }
-  }
-
-  void watch_recomputation_inputs(const std::string& site, const Values& inputs, const std::shared_ptr<bool>& returned) {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (!is_tensor(inputs[i])) continue;
-      const at::Tensor& input = as_tensor(inputs[i]);
-      const std::string where = site + " input " + std::to_string(i);
-      c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> weak(input.getIntrusivePtr());
-      watched_.push_back(Watched{where, std::move(weak), returned});
-      if (input.requires_grad()) {
-        // The gradient autograd hands this input (which it stores as its .grad), watched by a
-        // weak reference to its storage; the hook keeps no reference to the gradient.
-        std::shared_ptr<std::vector<Produced>> produced = produced_;
-        input.register_hook([produced, where](const at::Tensor& grad) {
-          if (grad.defined()) produced->push_back(Produced{where, grad.storage().getWeakStorageImpl()});
-        });
-      }
     }
   }
 
@@ -429,7 +315,7 @@ class Interpreter {
       // Every call after the first is a recomputation, and so is all that runs inside it.
       const bool recomputation = (*calls)++ > 0;
       if (recomputation) {
-        watch_recomputation_inputs(sites_.checkpoints.at(&op), inputs, returned);
+        recomputation_inputs.watch(sites_.checkpoints.at(&op), inputs, returned);
         memory::mark_timeline("recompute " + sites_.checkpoints.at(&op));
       }
       struct Count {  // counts this call while it runs, also when it throws
@@ -468,7 +354,7 @@ class Interpreter {
       outputs = implementation_.apply(run_function, op.distribute, args);
     }
     scope_backward_of(sites_.checkpoints.at(&op), outputs);
-    mark_when_backward_returns(outputs, returned);
+    RecomputationInputs::mark_when_backward_returns(outputs, returned);
     if (outputs.size() != op.body->outputs.size()) {
       throw PythonError("RuntimeError", implementation_.name() + " returned " + std::to_string(outputs.size()) +
                                             " outputs for a body with " +
@@ -484,8 +370,6 @@ class Interpreter {
   Sites sites_;
   std::map<const Stash*, Value> stash_;
   int recomputing_ = 0;  // recomputations in progress
-  std::vector<Watched> watched_;  // this iteration's recomputation inputs
-  std::shared_ptr<std::vector<Produced>> produced_ = std::make_shared<std::vector<Produced>>();
   std::shared_ptr<AllocationScopes> scopes_ = std::make_shared<AllocationScopes>();
 };
 
@@ -583,16 +467,16 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
       record.memory.floor = held();
       record.memory.peak = peak();
     }
-    record.detached_inputs_holding_grad = interpreter.recomputation_inputs_holding_grad(/*returned_only=*/!completed);
-    if (completed) record.gradients_held_elsewhere = interpreter.produced_gradients_held_elsewhere(leaves);
+    record.detached_inputs_holding_grad = interpreter.recomputation_inputs.holding_grad(/*returned_only=*/!completed);
+    if (completed) record.gradients_held_elsewhere = interpreter.recomputation_inputs.gradients_held_elsewhere(leaves);
     record.stashed = interpreter.stashed();
     if (completed) {
       memory::Uncounted uncounted;  // the harness's record, after the floor was read
-      record.alive_inputs = interpreter.alive_inputs();
+      record.alive_inputs = interpreter.recomputation_inputs.alive(interpreter.stashed_tensors());
     }
     // Then the recomputation inputs let go of their .grad, as clearing has them do in backward:
     // what that frees is what clearing saves, and every run starts the next iteration without it.
-    const int64_t released = interpreter.release_recomputation_grads();
+    const int64_t released = interpreter.recomputation_inputs.release_grads();
     if (measured) {
       record.memory.released_grads = released;
       record.memory.released_bytes = record.memory.floor - held();
