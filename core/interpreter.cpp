@@ -316,7 +316,7 @@ class Interpreter {
       const bool recomputation = (*calls)++ > 0;
       if (recomputation) {
         recomputation_inputs.watch(sites_.checkpoints.at(&op), inputs, returned);
-        memory::mark_timeline("recompute " + sites_.checkpoints.at(&op));
+        if (memory::timeline_recording()) memory::mark_timeline("recompute " + sites_.checkpoints.at(&op));
       }
       struct Count {  // counts this call while it runs, also when it throws
         int& in_progress;

@@ -149,6 +149,7 @@ class CountingAllocator final : public c10::Allocator {
     recording_ = false;
     return std::move(timeline_);
   }
+  bool recording() const { return recording_.load(std::memory_order_relaxed); }
   void mark(std::string label) {
     if (!recording_.load(std::memory_order_relaxed)) return;
     std::lock_guard<std::mutex> lock(timeline_mutex_);
@@ -320,6 +321,7 @@ void CpuProbe::set_budget(int64_t bytes) { CountingAllocator::instance().set_bud
 void CpuProbe::start_timeline(size_t limit) { CountingAllocator::instance().start_timeline(limit); }
 Timeline CpuProbe::stop_timeline() { return CountingAllocator::instance().stop_timeline(); }
 void mark_timeline(std::string label) { CountingAllocator::instance().mark(std::move(label)); }
+bool timeline_recording() { return CountingAllocator::instance().recording(); }
 
 Uncounted::Uncounted() : previous_(t_uncounted) { t_uncounted = true; }
 Uncounted::~Uncounted() { t_uncounted = previous_; }

@@ -47,8 +47,10 @@ struct Timeline {
 };
 
 // Names the point the open timeline has reached ("forward", "recompute root.ops[1]"); nothing
-// when no timeline records. Cheap enough to call on every checkpoint call.
+// when no timeline records. A caller that builds the label asks timeline_recording() first, so
+// that runs without a timeline (all but recheck memory's) build none.
 void mark_timeline(std::string label);
+bool timeline_recording();
 
 // A window on the counting allocator (installing it if needed): counts what is allocated while
 // it is open and credits every free of a block of the current run while it is open, made before
