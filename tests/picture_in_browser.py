@@ -9,11 +9,12 @@ skipped (no chromium on PATH: `apt-get install chromium`; ci/setup installs it).
 """
 import json
 import os
-import shutil
 import struct
 import subprocess
 import sys
 import zlib
+
+import headless_chromium
 
 # What the picture must show for this model: three layers, each recomputed; the two runs'
 # colours (cli/memory.cpp); the floors of both, in binary units.
@@ -25,19 +26,6 @@ WIDTH, HEIGHT, PLOT_TOP, PLOT_BOTTOM = 960, 470, 92, 470 - 86  # cli/memory_pict
 def fail(message):
     print(f"picture_in_browser: FAIL: {message}")
     sys.exit(1)
-
-
-def chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
-def browse(browser, *args):
-    # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
-    return subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           "--force-device-scale-factor=1", *args], capture_output=True, text=True, timeout=120)
 
 
 def png_pixels(path):
@@ -88,7 +76,7 @@ def near(pixel, colour, tolerance=40):
 
 
 def main(recheck, out):
-    browser = chromium()
+    browser = headless_chromium.find()
     if browser is None:
         print("picture_in_browser: skipped: no chromium on PATH (apt-get install chromium)")
         return 77
@@ -100,7 +88,7 @@ def main(recheck, out):
         fail(f"recheck memory exited {run.returncode}: {run.stdout}{run.stderr}")
     floors = json.load(open(report))["iterations"][-1]
 
-    dom = browse(browser, "--dump-dom", "file://" + svg)
+    dom = headless_chromium.run(browser, "--dump-dom", "file://" + svg)
     if dom.returncode != 0:
         fail(f"chromium --dump-dom exited {dom.returncode}: {dom.stderr[-500:]}")
     shown = dom.stdout
@@ -112,7 +100,7 @@ def main(recheck, out):
         if text not in shown:
             fail(f"the page shows no {text!r}")
 
-    shot = browse(browser, f"--window-size={WIDTH},{HEIGHT}", f"--screenshot={png}", "file://" + svg)
+    shot = headless_chromium.run(browser, f"--screenshot={png}", "file://" + svg, window=(WIDTH, HEIGHT))
     if shot.returncode != 0 or not os.path.exists(png):
         fail(f"chromium --screenshot exited {shot.returncode}: {shot.stderr[-500:]}")
     rows = png_pixels(png)
@@ -133,7 +121,4 @@ def main(recheck, out):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        print(__doc__)
-        sys.exit(2)
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    headless_chromium.main_of(main, __doc__)

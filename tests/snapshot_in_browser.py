@@ -11,9 +11,10 @@ OUT_DIR/snapshot-sut.html and OUT_DIR/snapshot-sut.png. Exit 0 passed, 1 failed.
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
+
+import headless_chromium
 
 TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools")
 
@@ -21,7 +22,7 @@ TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools")
 def main(recheck, out):
     viewer = os.environ.get("RECHECK_MEMORY_VIZ_JS", "")
     d3 = os.environ.get("RECHECK_D3_JS", "/usr/share/nodejs/d3/dist/d3.js")
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    browser = headless_chromium.find()
     missing = [what for what, there in (("RECHECK_MEMORY_VIZ_JS (PyTorch's MemoryViz.js)", viewer and os.path.isfile(viewer)),
                                         (f"d3 5 at {d3} (apt-get install node-d3, or RECHECK_D3_JS)", os.path.isfile(d3)),
                                         ("chromium", browser)) if not there]
@@ -40,10 +41,8 @@ def main(recheck, out):
     if made.returncode != 0:
         print(f"snapshot_in_browser: FAIL: tools/memory-viz-offline exited {made.returncode}: {made.stderr}")
         return 1
-    common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1400,900",
-              "--virtual-time-budget=10000"]
-    dom = subprocess.run(common + ["--dump-dom", "file://" + page], capture_output=True, text=True, timeout=120).stdout
-    subprocess.run(common + [f"--screenshot={png}", "file://" + page], capture_output=True, timeout=120)
+    dom = headless_chromium.run(browser, "--dump-dom", "file://" + page, window=(1400, 900), wait_ms=10000).stdout
+    headless_chromium.run(browser, f"--screenshot={png}", "file://" + page, window=(1400, 900), wait_ms=10000)
     # The timeline: one polygon an allocation drawn, a y axis in bytes, the snapshot's name.
     polygons = len(re.findall(r"<polygon", dom))
     if polygons < 50 or "snapshot-sut.pickle" not in dom or "Active Memory Timeline" not in dom:
@@ -55,7 +54,4 @@ def main(recheck, out):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        print(__doc__)
-        sys.exit(2)
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    headless_chromium.main_of(main, __doc__)
