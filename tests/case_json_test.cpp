@@ -14,6 +14,7 @@
 #include "core/case.h"
 #include "core/errors.h"
 #include "properties/generator.h"
+#include "tests/paths.h"
 
 namespace recheck {
 namespace {
@@ -38,7 +39,7 @@ std::string load_error(const json& j) {
 
 std::vector<std::filesystem::path> corpus_files() {
   std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(RECHECK_SOURCE_DIR "/corpus")) {
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(test_paths::source_dir()) + "/corpus")) {
     if (entry.path().extension() == ".json") files.push_back(entry.path());
   }
   return files;

@@ -18,6 +18,7 @@
 #include "core/case.h"
 #include "core/torch_compat.h"
 #include "properties/generator.h"
+#include "tests/paths.h"
 #include "tests/shell.h"
 
 namespace {
@@ -25,9 +26,9 @@ namespace {
 using recheck::test_shell::Result;
 using recheck::test_shell::run_shell;
 
-Result run(const std::string& args) { return run_shell(std::string(RECHECK_BINARY) + " " + args); }
+Result run(const std::string& args) { return run_shell(std::string(recheck::test_paths::recheck_binary()) + " " + args); }
 
-const std::string kSeeds = std::string(RECHECK_SOURCE_DIR) + "/corpus/seeds/";
+const std::string kSeeds = std::string(recheck::test_paths::source_dir()) + "/corpus/seeds/";
 
 // What an interrupted run leaves in `folder` that is not a complete file: a temporary name
 // still there (writes go to .recheck-PID-N.tmp, then are renamed), or a JSON file that does not
@@ -55,7 +56,7 @@ TEST(Cli, ctrl_c_stops_a_run_with_the_summary_so_far_and_a_complete_report) {
   std::filesystem::remove_all(::testing::TempDir() + "/interrupted");
   // SIGINT 8 s into a 120 s run (the sanitizer build takes seconds to load libtorch and install
   // its handler); --preserve-status hands back recheck's own exit code.
-  const Result r = run_shell("timeout --preserve-status -s INT 8 " + std::string(RECHECK_BINARY) +
+  const Result r = run_shell("timeout --preserve-status -s INT 8 " + std::string(recheck::test_paths::recheck_binary()) +
                              " run --seconds 120 --seed 3 --quiet --out " + ::testing::TempDir() + "/interrupted --json " +
                              json_path);
   // Cut short, so not green: 128 + SIGINT, as a shell reports it, even with nothing found.
@@ -79,7 +80,7 @@ TEST(Cli, ctrl_c_or_sigterm_stops_a_run_inside_a_slow_case) {
     std::filesystem::create_directories(dir);
     const std::string json_path = dir + "/report.json";
     const Result r = run_shell(
-        "bash -c '" + std::string(RECHECK_BINARY) + " run --seed 3 --seconds 120 --out " + dir + "/out --json " + json_path +
+        "bash -c '" + std::string(recheck::test_paths::recheck_binary()) + " run --seed 3 --seconds 120 --out " + dir + "/out --json " + json_path +
         " > " + dir + "/log 2>&1 & p=$!; for i in $(seq 6000); do grep -q \" cases, \" " + dir +
         "/log && break; sleep 0.01; done; w=$(pgrep -P $p); kill -STOP $w; s=$(date +%s%N); kill -" + signal +
         " $p; wait $p; echo exit=$? worker=$w ms=$(( ($(date +%s%N) - s) / 1000000 ))'");
@@ -138,7 +139,7 @@ kill -INT $p 2> /dev/null; wait $p; echo "exit=$? worker=$w"
 cat "$dir/log"
 )sh";
   auto kill_worker = [&](bool counted, const std::string& command) {
-    const Result r = run_shell("bash " + dir + "/kill.sh " + dir + " " + RECHECK_BINARY + " " + (counted ? "1 " : "0 ") + command);
+    const Result r = run_shell("bash " + dir + "/kill.sh " + dir + " " + recheck::test_paths::recheck_binary() + " " + (counted ? "1 " : "0 ") + command);
     // A worker was there to kill, or the test would show nothing.
     EXPECT_EQ(r.output.find_first_of("0123456789", r.output.find("worker=")), r.output.find("worker=") + 7) << r.output;
     return r.output;
@@ -254,7 +255,7 @@ TEST(Cli, ctrl_c_during_minimize_writes_the_smallest_case_so_far) {
   std::ofstream(dir + "/chain.json") << chain.dump();
   const std::string log = dir + "/log";
   const auto start = std::chrono::steady_clock::now();
-  const Result r = run_shell("bash -c '" + std::string(RECHECK_BINARY) + " minimize " + dir + "/chain.json --sut aborts --out " +
+  const Result r = run_shell("bash -c '" + std::string(recheck::test_paths::recheck_binary()) + " minimize " + dir + "/chain.json --sut aborts --out " +
                              dir + "/min.json > " + log + " 2>&1 & p=$!; for i in $(seq 6000); do grep -q minimizing: " +
                              log + " && break; sleep 0.01; done; kill -INT $p; wait $p; echo exit=$?'");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -21,6 +21,7 @@
 
 #include "core/case.h"
 #include "core/torch_compat.h"
+#include "tests/paths.h"
 #include "tests/shell.h"
 #include "properties/generator.h"
 
@@ -29,9 +30,9 @@ namespace {
 using recheck::test_shell::Result;
 using recheck::test_shell::run_shell;
 
-Result run(const std::string& args) { return run_shell(std::string(RECHECK_BINARY) + " " + args); }
+Result run(const std::string& args) { return run_shell(std::string(recheck::test_paths::recheck_binary()) + " " + args); }
 
-const std::string kSeeds = std::string(RECHECK_SOURCE_DIR) + "/corpus/seeds/";
+const std::string kSeeds = std::string(recheck::test_paths::source_dir()) + "/corpus/seeds/";
 
 TEST(Cli, run_prints_a_table_and_exits_zero_for_clearing) {
   const std::string out = ::testing::TempDir() + "/cli-run";
@@ -114,7 +115,7 @@ TEST(Cli, mutants_reports_each_hunt_and_the_control) {
 TEST(Cli, jobs_hold_each_run_to_its_share_of_the_available_memory) {
   const std::string meminfo = ::testing::TempDir() + "/meminfo-" + std::to_string(getpid());
   std::ofstream(meminfo) << "MemTotal: 100 kB\nMemAvailable: 16 kB\n";
-  const std::string common = "RECHECK_MEMINFO=" + meminfo + " " + std::string(RECHECK_BINARY) +
+  const std::string common = "RECHECK_MEMINFO=" + meminfo + " " + std::string(recheck::test_paths::recheck_binary()) +
                              " run --seed 11 --cases 40 --quiet --out " + ::testing::TempDir() + "/share-findings";
   const Result two = run_shell(common + " --jobs 2 2>&1");
   EXPECT_EQ(two.exit_code, 0) << two.output;
@@ -163,7 +164,7 @@ TEST(Cli, limits_are_configurable_and_named_when_exceeded) {
       << r.output;
   EXPECT_EQ(run("show " + kSeeds + "nested-three-deep.json --limits depth=3").exit_code, 0);
   // A fuzzer input decoded with --bytes is held to the limits too (they were not checked).
-  const std::string bytes = std::string(RECHECK_SOURCE_DIR) + "/corpus/fuzz-check/seed-000";
+  const std::string bytes = std::string(recheck::test_paths::source_dir()) + "/corpus/fuzz-check/seed-000";
   const Result decoded = run("show " + bytes + " --bytes --limits ops=2");
   EXPECT_EQ(decoded.exit_code, 2) << decoded.output;
   EXPECT_NE(decoded.output.find("seed-000 (decoded as fuzzer bytes): case: op count"), std::string::npos) << decoded.output;
@@ -396,11 +397,11 @@ TEST(Cli, a_json_case_with_a_byte_order_mark_is_read_as_json_whatever_its_name) 
 
 TEST(Cli, standard_output_is_the_report_with_json_dash_and_a_failed_write_to_it_is_an_error) {
   const std::string c = kSeeds + "nested-three-deep.json";
-  const Result both = run_shell("{ " + std::string(RECHECK_BINARY) + " repro " + c + " --json - 2>/dev/null; }");
+  const Result both = run_shell("{ " + std::string(recheck::test_paths::recheck_binary()) + " repro " + c + " --json - 2>/dev/null; }");
   EXPECT_EQ(both.exit_code, 0) << both.output;
   const nlohmann::json report = nlohmann::json::parse(both.output);  // the report alone, or this throws
   EXPECT_EQ(report.at("command"), "repro");
-  const Result full = run_shell("{ " + std::string(RECHECK_BINARY) + " show " + c + " > /dev/full; }");
+  const Result full = run_shell("{ " + std::string(recheck::test_paths::recheck_binary()) + " show " + c + " > /dev/full; }");
   EXPECT_EQ(full.exit_code, 2) << full.output;
   EXPECT_NE(full.output.find("recheck show: cannot write to standard output"), std::string::npos) << full.output;
 }
@@ -424,7 +425,7 @@ TEST(Cli, usage_mistakes_are_one_line) {
   // After "--", a name starting with a dash is a file.
   const std::string dashed = ::testing::TempDir() + "/-dashed.json";
   std::filesystem::copy_file(c, dashed, std::filesystem::copy_options::overwrite_existing);
-  const Result r = run_shell("cd " + ::testing::TempDir() + " && " + RECHECK_BINARY + " show -- -dashed.json 2>&1");
+  const Result r = run_shell("cd " + ::testing::TempDir() + " && " + recheck::test_paths::recheck_binary() + " show -- -dashed.json 2>&1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("case: seed 17"), std::string::npos) << r.output;
 }

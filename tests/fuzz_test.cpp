@@ -22,6 +22,7 @@
 #include "properties/reduce.h"
 #include "properties/report.h"
 #include "suts/checkpoint.h"
+#include "tests/paths.h"
 #include "tests/shell.h"
 
 namespace recheck {
@@ -93,7 +94,7 @@ TEST(Decoder, is_stable_under_a_one_byte_change) {
 TEST(Decoder, committed_seed_corpus_reaches_every_op_and_argument_kind) {
   std::set<std::string> kinds;
   std::set<std::string> features;
-  const std::string dir = std::string(RECHECK_SOURCE_DIR) + "/corpus/fuzz-check";
+  const std::string dir = std::string(test_paths::source_dir()) + "/corpus/fuzz-check";
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     std::ifstream in(entry.path(), std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -274,14 +275,14 @@ std::string fresh_dir(const std::string& name) {
   return dir;
 }
 
-const std::string kRecheck = RECHECK_BINARY;
-const std::string kSeedCorpus = std::string(RECHECK_SOURCE_DIR) + "/corpus/fuzz-check";
+const std::string kRecheck = test_paths::recheck_binary();
+const std::string kSeedCorpus = std::string(test_paths::source_dir()) + "/corpus/fuzz-check";
 
 TEST(FuzzTargets, check_target_finds_a_mutant_and_minimize_makes_a_replayable_case) {
   const std::string dir = fresh_dir("fuzz-mutant");
   const std::string corpus = dir + "/corpus";
   std::filesystem::create_directories(corpus);
-  const Result fuzz = run_shell(std::string(RECHECK_FUZZ_CHECK) + " --sut=clear-before-collect -seed=1 -runs=20000 " +
+  const Result fuzz = run_shell(std::string(test_paths::fuzz_check()) + " --sut=clear-before-collect -seed=1 -runs=20000 " +
                                 "-artifact_prefix=" + dir + "/ " + corpus + " " + kSeedCorpus);
   ASSERT_NE(fuzz.exit_code, 0) << fuzz.output;
   EXPECT_NE(fuzz.output.find("recheck_fuzz_check: clear-before-collect fails"), std::string::npos) << fuzz.output;
@@ -311,7 +312,7 @@ TEST(FuzzTargets, check_target_finds_a_mutant_and_minimize_makes_a_replayable_ca
 
 TEST(FuzzTargets, check_target_raises_no_alarm_on_the_correct_variant) {
   const std::string dir = fresh_dir("fuzz-clearing");
-  const Result fuzz = run_shell(std::string(RECHECK_FUZZ_CHECK) + " -seed=2 -runs=1500 " + dir + " " + kSeedCorpus);
+  const Result fuzz = run_shell(std::string(test_paths::fuzz_check()) + " -seed=2 -runs=1500 " + dir + " " + kSeedCorpus);
   EXPECT_EQ(fuzz.exit_code, 0) << fuzz.output;
   EXPECT_NE(fuzz.output.find("Done 1500 runs"), std::string::npos) << fuzz.output;
 }
@@ -320,7 +321,7 @@ TEST(FuzzTargets, check_target_raises_no_alarm_on_the_correct_variant) {
 TEST(FuzzTargets, check_target_checks_each_decoded_case_once) {
   const std::string dir = fresh_dir("fuzz-seen");
   std::filesystem::copy_file(kSeedCorpus + "/seed-000", dir + "/again");
-  const Result fuzz = run_shell(std::string(RECHECK_FUZZ_CHECK) + " " + kSeedCorpus + "/seed-000 " + kSeedCorpus +
+  const Result fuzz = run_shell(std::string(test_paths::fuzz_check()) + " " + kSeedCorpus + "/seed-000 " + kSeedCorpus +
                                 "/seed-001 " + dir + "/again");
   EXPECT_EQ(fuzz.exit_code, 0) << fuzz.output;
   EXPECT_NE(fuzz.output.find("recheck_fuzz_check: 3 inputs, 2 distinct cases checked"), std::string::npos)
@@ -329,31 +330,31 @@ TEST(FuzzTargets, check_target_checks_each_decoded_case_once) {
 
 TEST(FuzzTargets, inputs_target_runs_clean_on_json_and_bytes) {
   const std::string dir = fresh_dir("fuzz-inputs");
-  const Result fuzz = run_shell(std::string(RECHECK_FUZZ_INPUTS) + " -seed=3 -runs=20000 -dict=" +
-                                std::string(RECHECK_SOURCE_DIR) + "/fuzz/recheck_fuzz_inputs.dict " + dir + " " +
-                                std::string(RECHECK_SOURCE_DIR) + "/corpus/seeds");
+  const Result fuzz = run_shell(std::string(test_paths::fuzz_inputs()) + " -seed=3 -runs=20000 -dict=" +
+                                std::string(test_paths::source_dir()) + "/fuzz/recheck_fuzz_inputs.dict " + dir + " " +
+                                std::string(test_paths::source_dir()) + "/corpus/seeds");
   EXPECT_EQ(fuzz.exit_code, 0) << fuzz.output;
 }
 
 TEST(FuzzTargets, unknown_variant_is_refused_at_start) {
-  const Result r = run_shell(std::string(RECHECK_FUZZ_CHECK) + " --sut=no-such-variant -runs=1");
+  const Result r = run_shell(std::string(test_paths::fuzz_check()) + " --sut=no-such-variant -runs=1");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("no-such-variant"), std::string::npos) << r.output;
 }
 
 TEST(Replay, the_corpus_holds_every_expectation_it_records) {
-  const Result r = run_shell(kRecheck + " replay " + std::string(RECHECK_SOURCE_DIR) + "/corpus");
+  const Result r = run_shell(kRecheck + " replay " + std::string(test_paths::source_dir()) + "/corpus");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(" 0 do not"), std::string::npos) << r.output;
   // The files replayed in three worker processes: the same lines in the same order.
-  const Result jobs = run_shell(kRecheck + " replay " + std::string(RECHECK_SOURCE_DIR) + "/corpus --jobs 3");
+  const Result jobs = run_shell(kRecheck + " replay " + std::string(test_paths::source_dir()) + "/corpus --jobs 3");
   EXPECT_EQ(jobs.exit_code, 0) << jobs.output;
   EXPECT_EQ(jobs.output, r.output);
 }
 
 TEST(Replay, a_wrong_expectation_fails_and_says_what_was_seen) {
   const std::string dir = fresh_dir("replay-wrong");
-  Case c = load_case_file(std::string(RECHECK_SOURCE_DIR) + "/corpus/seeds/nested-three-deep.json");
+  Case c = load_case_file(std::string(test_paths::source_dir()) + "/corpus/seeds/nested-three-deep.json");
   c.expect = {Expectation{"clearing", "rng-restored", "regression"}};
   save_case_file(c, dir + "/wrong.json");
   const Result r = run_shell(kRecheck + " replay " + dir);
@@ -368,7 +369,7 @@ TEST(Replay, a_wrong_expectation_fails_and_says_what_was_seen) {
 }
 
 TEST(Minimize, a_case_without_alarm_is_refused_with_a_reason) {
-  const Result r = run_shell(kRecheck + " minimize " + std::string(RECHECK_SOURCE_DIR) +
+  const Result r = run_shell(kRecheck + " minimize " + std::string(test_paths::source_dir()) +
                              "/corpus/seeds/nested-three-deep.json --out " + ::testing::TempDir() + "/nothing.json");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("nothing to minimize"), std::string::npos) << r.output;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/megatron_tree.h"
+#include "tests/paths.h"
 #include "tests/shell.h"
 
 namespace recheck {
@@ -44,9 +45,9 @@ TEST(Python, the_pull_request_gate_passes_a_correct_head_and_fails_a_broken_one)
     return system((git + "add -A && " + git + "commit -qm head").c_str());
   };
   auto gate = [&](const std::string& out) {
-    return test_shell::run_shell(std::string(RECHECK_SOURCE_DIR) + "/tools/gate-pr --repo " + repo +
+    return test_shell::run_shell(std::string(test_paths::source_dir()) + "/tools/gate-pr --repo " + repo +
                                  " --base HEAD~1 --head HEAD --cases 80 --seconds 0 --jobs 2 --recheck " +
-                                 RECHECK_BINARY + " --out " + out);
+                                 test_paths::recheck_binary() + " --out " + out);
   };
   auto junit_of = [](const std::string& out) {
     std::ifstream xml(out + "/slice.xml");
@@ -91,7 +92,7 @@ TEST(Python, the_pull_request_gate_passes_a_correct_head_and_fails_a_broken_one)
   const size_t replay = lost.output.find("replay: PYTHONPATH=");
   ASSERT_NE(replay, std::string::npos) << lost.output;
   const std::string line = lost.output.substr(replay + 8, lost.output.find('\n', replay) - replay - 8);
-  EXPECT_NE(line.find(std::string(RECHECK_BINARY) + " repro "), std::string::npos) << line;
+  EXPECT_NE(line.find(std::string(test_paths::recheck_binary()) + " repro "), std::string::npos) << line;
   EXPECT_EQ(test_shell::run_shell("cd / && " + line).exit_code, 1) << line;
 
   ASSERT_EQ(system(reset.c_str()), 0);
@@ -121,9 +122,9 @@ TEST(Python, the_gate_gives_the_same_verdicts_from_any_folder) {
                     "/trees/head/").c_str()),
             0);
   auto gate_from = [&](const std::string& folder, const std::string& out) {
-    return test_shell::run_shell("cd " + folder + " && " + std::string(RECHECK_SOURCE_DIR) +
+    return test_shell::run_shell("cd " + folder + " && " + std::string(test_paths::source_dir()) +
                                  "/tools/gate-pr --base trees/base --head trees/head --cases 40 --seconds 0 --recheck " +
-                                 RECHECK_BINARY + " --out " + out);
+                                 test_paths::recheck_binary() + " --out " + out);
   };
   auto summary_of = [](const std::string& out) {
     std::ifstream in(out + "/slice.json");
@@ -143,11 +144,11 @@ TEST(Python, the_gate_gives_the_same_verdicts_from_any_folder) {
 
 // Bad arguments to the gate: one line naming what was wrong, exit 2 (1 means a regression).
 TEST(Python, the_gate_refuses_bad_arguments_in_one_line_with_exit_2) {
-  const std::string gate = std::string(RECHECK_SOURCE_DIR) + "/tools/gate-pr";
+  const std::string gate = std::string(test_paths::source_dir()) + "/tools/gate-pr";
   for (const std::string& args : {std::string("--base"), std::string("--base a --head b --cases abc"),
                                   std::string("--base a --head b --claims"), std::string("--repo /tmp --base x --head y"),
                                   std::string("--base /nonexistent --head /nonexistent")}) {
-    const test_shell::Result run = test_shell::run_shell(gate + " " + args + " --recheck " + RECHECK_BINARY +
+    const test_shell::Result run = test_shell::run_shell(gate + " " + args + " --recheck " + test_paths::recheck_binary() +
                                                          " --out " + ::testing::TempDir() + "/gate-bad-args");
     EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
     EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1) << args << "\n" << run.output;

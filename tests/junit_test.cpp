@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "properties/junit.h"
+#include "tests/paths.h"
 #include "tests/shell.h"
 
 namespace recheck {
@@ -44,7 +45,7 @@ TEST(Junit, a_failed_case_per_property_with_an_alarm_and_nothing_else) {
 
 TEST(Junit, run_writes_it_beside_the_json_report) {
   const std::string dir = ::testing::TempDir() + "/junit-run";
-  const auto r = test_shell::run_shell(std::string(RECHECK_BINARY) + " run --sut cpu-rng-only --seed 1 --cases 60 --quiet --out " +
+  const auto r = test_shell::run_shell(std::string(test_paths::recheck_binary()) + " run --sut cpu-rng-only --seed 1 --cases 60 --quiet --out " +
                                        dir + " --junit " + ::testing::TempDir() + "/junit.xml");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   std::ifstream in(::testing::TempDir() + "/junit.xml");

@@ -10,6 +10,7 @@
 #include "core/torch_compat.h"
 #include "properties/report.h"
 #include "core/rng.h"
+#include "tests/paths.h"
 #include "tests/shell.h"
 
 namespace recheck {
@@ -349,8 +350,8 @@ TEST(MemoryFloor, a_gradient_held_through_a_view_autograd_refuses_to_read_is_pre
 // A case checked right after one whose backward raised: the oracle's run used to be credited
 // with freeing blocks the earlier case left behind (its floor 32 bytes under the sut's).
 TEST(MemoryFloor, what_an_earlier_case_left_behind_is_credited_to_no_run) {
-  const Case first = load_case_file(RECHECK_SOURCE_DIR "/corpus/regressions/ends-with-an-errored-backward.json");
-  const Case second = load_case_file(RECHECK_SOURCE_DIR "/corpus/regressions/memory-floor-after-a-case-whose-backward-raised.json");
+  const Case first = load_case_file(std::string(test_paths::source_dir()) + "/corpus/regressions/ends-with-an-errored-backward.json");
+  const Case second = load_case_file(std::string(test_paths::source_dir()) + "/corpus/regressions/memory-floor-after-a-case-whose-backward-raised.json");
   auto oracle = make_checkpoint("nonclearing");
   auto clearing = make_checkpoint("clearing");
   (void)check_case(first, *oracle, *clearing, {}, EagerRun::when_needed);
@@ -507,7 +508,7 @@ TEST(Gpu, generated_cases_raise_no_alarm_on_cuda) {
 // memory, and the run as clean as with one worker.
 TEST(Gpu, jobs_share_one_gpu) {
   if (!compat::cuda_available()) GTEST_SKIP() << "no CUDA device in this build or on this machine";
-  const test_shell::Result run = test_shell::run_shell(std::string(RECHECK_BINARY) +
+  const test_shell::Result run = test_shell::run_shell(std::string(test_paths::recheck_binary()) +
                                                        " run --device cuda --jobs 2 --cases 40 --seed 3 --quiet --out " +
                                                        ::testing::TempDir() + "/gpu-jobs 2>&1");
   EXPECT_EQ(run.exit_code, 0) << run.output;

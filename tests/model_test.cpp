@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/megatron_tree.h"
+#include "tests/paths.h"
 #include "tests/shell.h"
 
 namespace recheck {
@@ -23,7 +24,7 @@ std::string venv_of_megatron() {
 }
 
 test_shell::Result model(const std::string& options) {
-  return test_shell::run_shell(std::string(RECHECK_SOURCE_DIR) + "/tools/model --iterations 2 --venv " +
+  return test_shell::run_shell(std::string(test_paths::source_dir()) + "/tools/model --iterations 2 --venv " +
                                venv_of_megatron() + " " + options);
 }
 
@@ -106,7 +107,7 @@ TEST(Model, on_a_dev_tree_with_residual_streams_the_change_frees_each_layer_s_in
 // renders each, the trace ends at the variant's floor, and the base's allocations are named by
 // phase, each layer's recomputation included; recheck memory's own, likewise.
 std::string check_snapshot(const std::string& pickle, int64_t floor, const std::string& phases) {
-  const auto r = test_shell::run_shell(std::string(RECHECK_PYTHON_EXECUTABLE) + " " + RECHECK_SOURCE_DIR +
+  const auto r = test_shell::run_shell(std::string(test_paths::python_executable()) + " " + test_paths::source_dir() +
                                        "/tests/check_memory_snapshot.py " + pickle + " " + std::to_string(floor) + " " +
                                        phases);
   return r.exit_code == 0 ? "" : r.output;
@@ -129,7 +130,7 @@ TEST(Model, snapshots_render_in_torch_s_viewer_and_end_at_each_variant_s_floor) 
 
 TEST(MemorySnapshot, recheck_memory_s_snapshots_render_in_torch_s_viewer_and_end_at_the_floors) {
   const std::string prefix = ::testing::TempDir() + "/memory";
-  const auto run = test_shell::run_shell(std::string(RECHECK_BINARY) + " memory --svg '' --snapshot " + prefix +
+  const auto run = test_shell::run_shell(std::string(test_paths::recheck_binary()) + " memory --svg '' --snapshot " + prefix +
                                          " --json " + prefix + ".json");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const nlohmann::json report = nlohmann::json::parse(test_shell::run_shell("cat " + prefix + ".json").output);
@@ -143,7 +144,7 @@ TEST(MemorySnapshot, recheck_memory_s_snapshots_render_in_torch_s_viewer_and_end
 TEST(Model, the_standalone_script_shows_the_dev_tree_s_retention_and_none_without_streams) {
   const char* tree = std::getenv("RECHECK_MEGATRON_DEV_TREE");
   if (tree == nullptr || *tree == '\0') GTEST_SKIP() << "RECHECK_MEGATRON_DEV_TREE names no Megatron-LM dev tree";
-  const std::string script = std::string(RECHECK_PYTHON_EXECUTABLE) + " " + RECHECK_SOURCE_DIR +
+  const std::string script = std::string(test_paths::python_executable()) + " " + test_paths::source_dir() +
                              "/docs/scripts/hyper_connections_keep_layer_inputs.py " + tree;
   const auto streams = test_shell::run_shell(script);
   EXPECT_EQ(streams.exit_code, 1) << streams.output;
@@ -175,7 +176,7 @@ TEST(Model, bad_input_is_one_line_and_exit_2) {
     EXPECT_EQ(run.output.rfind("tools/model: ", 0), 0u) << options << "\n" << run.output;
   }
   // A device without CUDA: one line, exit 2 (where this torch sees a GPU, the run would be real).
-  if (test_shell::run_shell(std::string(RECHECK_PYTHON_EXECUTABLE) + " -c 'import torch, sys; "
+  if (test_shell::run_shell(std::string(test_paths::python_executable()) + " -c 'import torch, sys; "
                             "sys.exit(torch.cuda.is_available())'").exit_code == 0) {
     const auto cuda = model("--device cuda");
     EXPECT_EQ(cuda.exit_code, 2) << cuda.output;

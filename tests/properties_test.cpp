@@ -10,6 +10,7 @@
 #include "properties/generator.h"
 #include "properties/report.h"
 #include "tests/cases.h"
+#include "tests/paths.h"
 
 namespace recheck {
 namespace {
@@ -301,7 +302,7 @@ TEST(Classify, a_failure_in_an_iteration_the_other_run_did_not_complete_is_unrea
 // does not, so errors-match is fixed, and the sut's no-side-effects failure (that same chunk) is
 // at a point the oracle never reached.
 TEST(Classify, the_oracle_stopped_by_an_error_judges_nothing_after_it) {
-  const Case c = load_case_file(RECHECK_SOURCE_DIR "/corpus/regressions/unreached-after-the-oracle-raised.json");
+  const Case c = load_case_file(std::string(test_paths::source_dir()) + "/corpus/regressions/unreached-after-the-oracle-raised.json");
   auto oracle = make_checkpoint("nonclearing");
   auto sut = make_checkpoint("clearing");
   const CaseResult result = check_case(c, *oracle, *sut);

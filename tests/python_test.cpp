@@ -27,6 +27,7 @@
 #include "python/bridge.h"
 #include "suts/checkpoint.h"
 #include "tests/megatron_tree.h"
+#include "tests/paths.h"
 #include "tests/shell.h"
 
 namespace recheck {
@@ -105,7 +106,7 @@ TEST(Python, a_distributed_chunk_is_released_before_the_floor_is_read) {
   auto released = python_variant("megatron-py");
   SKIP_WITHOUT(released);
   auto oracle = make_checkpoint("nonclearing");
-  const Case c = load_case_file(std::string(RECHECK_SOURCE_DIR) +
+  const Case c = load_case_file(std::string(test_paths::source_dir()) +
                                 "/corpus/python/distributed-chunk-released-late-by-the-collective-thread.json");
   for (int i = 0; i < 200; ++i) {
     for (const PropertyResult& r : check_case(c, *oracle, *released).results) {
@@ -124,7 +125,7 @@ TEST(Python, the_collective_s_own_buffers_do_not_count_as_the_checkpoint_s) {
   SKIP_WITHOUT(clearing);
   auto oracle = make_checkpoint("nonclearing");
   for (const char* name : {"gloo-all-gather-buffers-are-not-the-checkpoint-s.json", "gloo-all-gather-buffers-at-the-peak.json"}) {
-    const Case c = load_case_file(std::string(RECHECK_SOURCE_DIR) + "/corpus/python/" + name);
+    const Case c = load_case_file(std::string(test_paths::source_dir()) + "/corpus/python/" + name);
     for (const PropertyResult& r : check_case(c, *oracle, *clearing).results) {
       if (r.property == "memory-floor") {
         EXPECT_EQ(r.classification, Classification::pass) << name << ": " << r.sut.describe();
@@ -147,7 +148,7 @@ TEST(Python, two_ranks_each_keep_their_own_chunk) {
   auto evidence = [&](int world_size) {
     const std::string json = ::testing::TempDir() + "/kept-chunk-" + std::to_string(world_size) + ".json";
     const test_shell::Result run = test_shell::run_shell(
-        std::string(RECHECK_BINARY) + " repro " + file + " --sut megatron-py-clearing --oracle megatron-py --world-size " +
+        std::string(test_paths::recheck_binary()) + " repro " + file + " --sut megatron-py-clearing --oracle megatron-py --world-size " +
         std::to_string(world_size) + " --json " + json + " 2>&1");
     std::ifstream in(json);
     const std::string report((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -164,14 +165,14 @@ TEST(Python, a_run_of_two_ranks_holds_the_change_and_refuses_the_cpp_port) {
   SKIP_WITHOUT(python_variant("megatron-py"));
   const std::string json = ::testing::TempDir() + "/two-ranks.json";
   const test_shell::Result run = test_shell::run_shell(
-      std::string(RECHECK_BINARY) + " run --quiet --sut megatron-py-clearing --oracle megatron-py --world-size 2 " +
+      std::string(test_paths::recheck_binary()) + " run --quiet --sut megatron-py-clearing --oracle megatron-py --world-size 2 " +
       "--seed 20261129 --cases 60 --json " + json + " --out " + ::testing::TempDir() + "/two-ranks-findings 2>&1");
   EXPECT_EQ(run.exit_code, 0) << run.output;
   std::ifstream in(json);
   const std::string report((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(report.find("\"world_size\": 2"), std::string::npos) << report.substr(0, 400);
   const test_shell::Result refused = test_shell::run_shell(
-      std::string(RECHECK_BINARY) + " run --sut megatron-py-clearing --world-size 2 --cases 5 2>&1");
+      std::string(test_paths::recheck_binary()) + " run --sut megatron-py-clearing --world-size 2 --cases 5 2>&1");
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_NE(refused.output.find("--world-size 2: needs Megatron's Python code as both --sut and --oracle"),
             std::string::npos)
@@ -182,7 +183,7 @@ TEST(Python, a_run_of_two_ranks_holds_the_change_and_refuses_the_cpp_port) {
 // counts what Python logs and lists each message once, with its count, at the end.
 TEST(Python, what_python_logs_is_counted_and_listed_once_at_the_end) {
   SKIP_WITHOUT(python_variant("megatron-py"));
-  const test_shell::Result run = test_shell::run_shell(std::string(RECHECK_BINARY) +
+  const test_shell::Result run = test_shell::run_shell(std::string(test_paths::recheck_binary()) +
                                                        " run --quiet --sut megatron-py --seed 20261129 --cases 120 --out " +
                                                        ::testing::TempDir() + "/logged-findings 2>&1");
   const std::string& output = run.output;
@@ -231,7 +232,7 @@ TEST(Python, the_pr_wrapper_clears_what_the_released_function_keeps) {
   SKIP_WITHOUT(released);
   auto clearing = python_variant("megatron-py-clearing");
   auto oracle = make_checkpoint("nonclearing");
-  const Case c = load_case_file(std::string(RECHECK_SOURCE_DIR) + "/corpus/regressions/memory-floor-stashed-no-grad-view.json");
+  const Case c = load_case_file(std::string(test_paths::source_dir()) + "/corpus/regressions/memory-floor-stashed-no-grad-view.json");
   auto result = [&](CheckpointImplementation& sut, const std::string& property) {
     for (const PropertyResult& r : check_case(c, *oracle, sut).results) {
       if (r.property == property) return r;
@@ -328,7 +329,7 @@ TEST(Python, a_tracker_the_bridge_cannot_read_is_refused_before_any_case) {
   const std::string what = refusal_of("python-change:" + path + ":CheckpointFunction");
   EXPECT_NE(what.find("lacks fork"), std::string::npos) << what;
   EXPECT_NE(what.find("supported: megatron-core 0.2 or later"), std::string::npos) << what;
-  const test_shell::Result run = test_shell::run_shell(std::string(RECHECK_BINARY) + " run --cases 5 --sut python-change:" +
+  const test_shell::Result run = test_shell::run_shell(std::string(test_paths::recheck_binary()) + " run --cases 5 --sut python-change:" +
                                                        path + ":CheckpointFunction --out " + ::testing::TempDir() +
                                                        "/old-findings");
   const std::string& output = run.output;
@@ -349,7 +350,7 @@ TEST(Python, a_tracker_without_a_current_state_name_runs_and_is_compared_without
   // The same tracker under another attribute name: it works, and keeps no _current_state_name.
   ASSERT_EQ(system(("sed -i 's/_current_state_name/_state_name_kept_elsewhere/g' " + file).c_str()), 0);
   const test_shell::Result run = test_shell::run_shell(
-      "PYTHONPATH=" + tree + " " + std::string(RECHECK_BINARY) + " run --cases 60 --seed 20261129 --sut python:" + file +
+      "PYTHONPATH=" + tree + " " + std::string(test_paths::recheck_binary()) + " run --cases 60 --seed 20261129 --sut python:" + file +
       ":CheckpointFunction --oracle megatron-py --claims none --quiet --out " + ::testing::TempDir() + "/no-name-findings");
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_EQ(run.output.find("tracker current state"), std::string::npos) << run.output;
@@ -361,7 +362,7 @@ TEST(Python, errors_cross_python_with_their_type_and_message) {
   auto sut = python_variant("megatron-py");
   SKIP_WITHOUT(sut);
   const Case c =
-      load_case_file(std::string(RECHECK_SOURCE_DIR) + "/corpus/regressions/restore-not-exception-safe.json");
+      load_case_file(std::string(test_paths::source_dir()) + "/corpus/regressions/restore-not-exception-safe.json");
   const Observations run = run_case(c, *sut);
   ASSERT_TRUE(run.error) << "the recomputation did not raise";
   EXPECT_EQ(run.error->phase, "backward");
@@ -377,21 +378,21 @@ int run_exported(const std::string& case_file, const std::string& options, std::
   const std::string dir = ::testing::TempDir() + "/recheck-export-" + std::to_string(getpid());
   std::filesystem::create_directories(dir);
   const std::string script = dir + "/recheck-export-test.py";
-  const std::string export_command = std::string(RECHECK_BINARY) + " export-python " + case_file + " " + options +
+  const std::string export_command = std::string(test_paths::recheck_binary()) + " export-python " + case_file + " " + options +
                                      " --out " + script + " 2>&1";
   if (std::system(export_command.c_str()) != 0) {
     output = "export failed: " + export_command;
     return -1;
   }
   const std::string log = dir + "/recheck-export-test.log";
-  const int status = std::system((std::string(RECHECK_PYTHON_EXECUTABLE) + " " + script + " > " + log + " 2>&1").c_str());
+  const int status = std::system((std::string(test_paths::python_executable()) + " " + script + " > " + log + " 2>&1").c_str());
   std::ifstream in(log);
   output.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 TEST(Python, an_exported_script_replays_a_finding_without_recheck) {
-  const std::string corpus = std::string(RECHECK_SOURCE_DIR) + "/corpus/";
+  const std::string corpus = std::string(test_paths::source_dir()) + "/corpus/";
   std::string output;
   // PyTorch's zero .grad for an unused returned input: recheck calls it pre-existing.
   EXPECT_EQ(run_exported(corpus + "python/torch-reentrant-zero-grad-for-unused-returned-input.json", "", output), 1)
@@ -426,7 +427,7 @@ std::map<std::string, PropertyResult> results_by_property(const Case& c, Checkpo
 // the is-checkpointing flag set when its body raises, as the port does; PyTorch's checkpoint has
 // no such flag. The exported script shows it with torch and megatron-core alone.
 TEST(Python, the_flag_megatron_core_leaves_set_after_an_error_is_reported_as_on_the_port) {
-  const std::string flag_case = std::string(RECHECK_SOURCE_DIR) + "/corpus/regressions/flag-left-set-after-an-error-in-forward.json";
+  const std::string flag_case = std::string(test_paths::source_dir()) + "/corpus/regressions/flag-left-set-after-an-error-in-forward.json";
   const Case c = load_case_file(flag_case);
   auto torch_py = python_variant("torch-py");
   SKIP_WITHOUT(torch_py);
@@ -447,7 +448,7 @@ TEST(Python, the_flag_megatron_core_leaves_set_after_an_error_is_reported_as_on_
 // the property is not checked for it. The exported script shows it with torch and megatron-core
 // alone.
 TEST(Python, megatron_core_unsets_the_flag_for_the_rest_of_a_body_after_a_nested_checkpoint) {
-  const std::string file = std::string(RECHECK_SOURCE_DIR) + "/corpus/regressions/flag-unset-by-a-nested-checkpoint.json";
+  const std::string file = std::string(test_paths::source_dir()) + "/corpus/regressions/flag-unset-by-a-nested-checkpoint.json";
   const Case c = load_case_file(file);
   auto torch_py = python_variant("torch-py");
   SKIP_WITHOUT(torch_py);
@@ -467,7 +468,7 @@ TEST(Python, megatron_core_unsets_the_flag_for_the_rest_of_a_body_after_a_nested
 // stashed detached input's .grad (stash-grads fails against megatron-core's function) and leaves
 // the rest of it as it was (stash-kept holds).
 TEST(Python, the_exported_script_compares_what_a_body_stashed_with_megatron_s) {
-  const std::string file = std::string(RECHECK_SOURCE_DIR) + "/corpus/regressions/detached-inputs-freed.json";
+  const std::string file = std::string(test_paths::source_dir()) + "/corpus/regressions/detached-inputs-freed.json";
   if (!python_variant("megatron-py")) GTEST_SKIP() << "megatron-core is not installed";
   std::string output;
   EXPECT_EQ(run_exported(file, "--checkpoint megatron-clearing --property stash-kept", output), 0) << output;
@@ -480,7 +481,7 @@ TEST(Python, the_exported_script_compares_what_a_body_stashed_with_megatron_s) {
 // under it, bitwise eager's; megatron-core's records only the RNG states and recomputes in
 // float32, as the port does. The exported script shows both with torch and megatron-core alone.
 TEST(Python, autocast_is_recorded_by_torch_s_checkpoint_and_not_by_megatron_s) {
-  const std::string file = std::string(RECHECK_SOURCE_DIR) + "/corpus/python/autocast-recorded-by-torch-not-by-megatron.json";
+  const std::string file = std::string(test_paths::source_dir()) + "/corpus/python/autocast-recorded-by-torch-not-by-megatron.json";
   const Case c = load_case_file(file);
   auto torch_py = python_variant("torch-py");
   SKIP_WITHOUT(torch_py);
@@ -524,7 +525,7 @@ TEST(Python, an_import_failure_inside_a_tree_names_its_file_and_line_in_the_tree
                     "'1i import a_module_nobody_installed' " + tree + "/megatron/core/tensor_parallel/utils.py").c_str()),
             0);
   const test_shell::Result run = test_shell::run_shell(
-      "cd / && PYTHONPATH=" + tree + " " + std::string(RECHECK_BINARY) + " run --cases 1 --sut python:" + tree +
+      "cd / && PYTHONPATH=" + tree + " " + std::string(test_paths::recheck_binary()) + " run --cases 1 --sut python:" + tree +
       "/megatron/core/tensor_parallel/random.py:CheckpointFunction --claims none --out " + ::testing::TempDir() +
       "/broken-import-findings");
   EXPECT_EQ(run.exit_code, 2) << run.output;
