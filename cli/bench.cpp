@@ -21,8 +21,8 @@ namespace recheck::cli {
 
 namespace {
 
-const char* kBenchHelp = R"(usage: recheck bench [--cases N] [--seed N] [--json FILE]
-       recheck bench --jobs LIST [--cases N] [--seed N] [--device D] [--json FILE]
+const char* kBenchHelp = R"(usage: recheck bench [--cases N] [--seed N] [--subject NAME] [--json FILE]
+       recheck bench --jobs LIST [--cases N] [--seed N] [--device D] [--subject NAME] [--json FILE]
 
 Single thread. For each generated case (draw seeds N, N+1, ...) times one plain eager run, then
 a full check (eager, oracle and sut runs with their recomputations, then every property), and
@@ -35,7 +35,8 @@ With --jobs LIST (say 1,2,4): how checking scales with worker processes. For eac
 same cases (default 2000) are checked the way `recheck run --jobs N` checks them, each worker
 with one torch thread, and it prints cases per second and the speed-up over the first count,
 measured in this one run. --device cuda puts every worker on the one GPU (each its own CUDA
-context).
+context). --subject NAME checks that subject's change against its oracle (default
+megatron-checkpoint-function: clearing against nonclearing).
 )";
 
 // bench --jobs: the same cases checked by `run`'s hunt at each job count.
@@ -59,8 +60,9 @@ int bench_jobs(const Args& args) {
   const uint64_t seed = static_cast<uint64_t>(args.number("seed", 1, 0, INT64_MAX / 2));
   GenOptions gen;
   gen.device = device_option(args);
-  auto oracle = make_checkpoint("nonclearing");
-  auto sut = make_checkpoint("clearing");
+  const Subject& subject = subject_option(args);
+  auto oracle = subject.make(subject.oracle);
+  auto sut = subject.make(subject.change);
   runner::stop_on_interrupt();
   json rows = json::array();
   double first_rate = 0;
@@ -107,8 +109,9 @@ int command_bench(const Args& args) {
   const uint64_t seed = static_cast<uint64_t>(args.number("seed", 1, 0, INT64_MAX / 2));
   at::set_num_threads(1);
   const GenOptions gen;
-  auto oracle = make_checkpoint("nonclearing");
-  auto sut = make_checkpoint("clearing");
+  const Subject& subject = subject_option(args);
+  auto oracle = subject.make(subject.oracle);
+  auto sut = subject.make(subject.change);
   EagerExecution eager;
   double eager_seconds = 0;
   double check_seconds = 0;
@@ -170,6 +173,6 @@ int command_bench(const Args& args) {
 
 }  // namespace
 
-const Command kBench{"bench", "measure cases/s, op executions/s and the cost of a check against a plain eager run", kBenchHelp, {}, {"cases", "seed", "json", "jobs", "device"}, command_bench, true};
+const Command kBench{"bench", "measure cases/s, op executions/s and the cost of a check against a plain eager run", kBenchHelp, {}, {"cases", "seed", "json", "jobs", "device", "subject"}, command_bench, true};
 
 }  // namespace recheck::cli

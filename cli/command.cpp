@@ -125,6 +125,27 @@ std::unique_ptr<CheckpointImplementation> make_variant(const std::string& name) 
   }
 }
 
+const Subject& subject_option(const Args& args) {
+  if (args.has("subject")) {
+    try {
+      return find_subject(args.get("subject", ""));
+    } catch (const std::invalid_argument& error) {
+      throw UsageError(std::string("--subject: ") + error.what());
+    }
+  }
+  if (args.has("sut")) {
+    const std::string sut = args.get("sut", "");
+    for (const Subject& subject : subjects()) {
+      if (subject.find(sut) != nullptr) return subject;
+    }
+  }
+  return default_subject();
+}
+
+std::string sut_option(const Args& args) { return args.get("sut", subject_option(args).change); }
+
+std::string oracle_option(const Args& args) { return args.get("oracle", subject_option(args).oracle); }
+
 std::string device_option(const Args& args, const char* option) {
   const std::string device = args.get(option, "cpu");
   if (device != "cpu" && device != "cuda") {

@@ -20,6 +20,7 @@
 #include "core/checkpoint_interface.h"
 #include "core/errors.h"
 #include "properties/properties.h"
+#include "suts/subject.h"
 
 namespace recheck::cli {
 
@@ -158,6 +159,13 @@ std::string claims_argument(const ClaimChoice& claims);
 // The variant called `name` (a C++ variant, an alias, or a Python one); a usage error naming the
 // known ones otherwise.
 std::unique_ptr<CheckpointImplementation> make_variant(const std::string& name);
+// The subject a command checks: --subject NAME; without it, the subject that declares --sut;
+// otherwise the default subject (suts/subject.h). A usage error naming the known ones for an
+// unknown name.
+const Subject& subject_option(const Args& args);
+// --sut and --oracle, defaulting to the subject's change and oracle.
+std::string sut_option(const Args& args);
+std::string oracle_option(const Args& args);
 // The limits a command reads cases under: --limits, or the defaults. The interpreter holds the
 // values it makes at run time to the same element limit.
 Limits limits_of(const Args& args);

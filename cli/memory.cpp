@@ -41,8 +41,11 @@ options:
   --dtype D         float32, float64 or bfloat16 (default float32)
   --iterations N    iterations (default 2)
   --device D        cpu or cuda (default cpu)
-  --sut NAME        variant under test (default clearing)
-  --oracle NAME     reference variant (default nonclearing)
+  --sut NAME        variant under test (default: the subject's change, clearing)
+  --oracle NAME     reference variant (default: the subject's oracle, nonclearing)
+  --subject NAME    the checkpoint function under test (`recheck variants` lists the subjects;
+                    default: the one declaring --sut, else megatron-checkpoint-function); its
+                    change and oracle are the defaults of --sut and --oracle
   --svg FILE        the picture (default recheck-memory.svg; '' for none)
   --snapshot PREFIX PREFIX-sut.pickle and PREFIX-oracle.pickle, the snapshots (CPU only)
   --json FILE       the figures as data ('-' for standard output)
@@ -89,8 +92,8 @@ int command_memory(const Args& args) {
   else if (dtype == "float64") model.dtype = DType::float64;
   else if (dtype == "bfloat16") model.dtype = DType::bfloat16;
   else throw UsageError("--dtype: expected float32, float64 or bfloat16, got '" + dtype + "'");
-  const std::unique_ptr<CheckpointImplementation> sut = make_variant(args.get("sut", "clearing"));
-  const std::unique_ptr<CheckpointImplementation> oracle = make_variant(args.get("oracle", "nonclearing"));
+  const std::unique_ptr<CheckpointImplementation> sut = make_variant(sut_option(args));
+  const std::unique_ptr<CheckpointImplementation> oracle = make_variant(oracle_option(args));
   check_output_files(args, {"json"});
   const std::string svg_path = args.get("svg", "recheck-memory.svg");  // empty: no picture
   if (!svg_path.empty()) check_output_file(svg_path, "--svg");
@@ -207,6 +210,6 @@ int command_memory(const Args& args) {
 
 }  // namespace
 
-const Command kMemory{"memory", "measure the allocator floor and peak of sut and oracle on a residual-stream model", kMemoryHelp, {}, {"layers", "streams", "seq", "hidden", "dtype", "iterations", "device", "sut", "oracle", "svg", "snapshot", "json"}, command_memory, false};
+const Command kMemory{"memory", "measure the allocator floor and peak of sut and oracle on a residual-stream model", kMemoryHelp, {}, {"subject", "layers", "streams", "seq", "hidden", "dtype", "iterations", "device", "sut", "oracle", "svg", "snapshot", "json"}, command_memory, false};
 
 }  // namespace recheck::cli

@@ -28,8 +28,11 @@ inlines checkpoints, forks and autocast regions, drops arguments, outputs and un
 shapes, and simplifies the dtype, the iteration count and requires_grad flags.
 
 CASE is a JSON case or a fuzzer input (as for `recheck repro`: --bytes, --device, --limits).
---sut NAME        the variant the case fails on (default clearing)
---oracle NAME     reference variant (default nonclearing)
+--sut NAME        the variant the case fails on (default: the subject's change, clearing)
+--oracle NAME     reference variant (default: the subject's oracle, nonclearing)
+--subject NAME    the checkpoint function under test (`recheck variants` lists the subjects;
+                  default: the one declaring --sut, else megatron-checkpoint-function); its
+                  change and oracle are the defaults of --sut and --oracle
 --property NAME   the property to keep failing (default: the first that raises an alarm); with
                   it, a pre-existing finding (the oracle fails too) can be minimized as well
 --out FILE        where to write the minimized case (default: CASE's name + .min.json)
@@ -51,8 +54,8 @@ Exit codes: 0 minimized and written; 2 bad input, or the case shows no alarm to 
 
 int command_minimize(const Args& args) {
   const Case original = load_positional_case(args, "minimize");
-  const auto sut = make_variant(args.get("sut", "clearing"));
-  const auto oracle = make_variant(args.get("oracle", "nonclearing"));
+  const auto sut = make_variant(sut_option(args));
+  const auto oracle = make_variant(oracle_option(args));
   const ClaimChoice claims = claims_option(args);
   const std::string out = args.get("out", args.positional()[0] + ".min.json");
   check_output_file(out, args.has("out") ? "--out" : "the default --out");
@@ -146,19 +149,20 @@ int command_minimize(const Args& args) {
   smallest.expect = {Expectation{sut->name(), shown_property, shown_classification}};
   // The correct variant's verdict on the same case, recorded too when it raises no alarm, so
   // that a replay also catches a suite that starts crying wolf on it (not after an interrupt).
-  if (sut->name() != "clearing" && !interrupted) {
-    const auto clearing = make_variant("clearing");
+  const Subject& subject = subject_option(args);
+  if (sut->name() != subject.change && !interrupted) {
+    const auto change = make_variant(subject.change);
     std::optional<CaseResult> correct;
     try {
-      correct = isolate ? runner::check_isolated(smallest, file, *oracle, *clearing, limits).result
-                        : std::optional<CaseResult>(check_case(smallest, *oracle, *clearing));
+      correct = isolate ? runner::check_isolated(smallest, file, *oracle, *change, limits).result
+                        : std::optional<CaseResult>(check_case(smallest, *oracle, *change));
     } catch (const CaseError&) {
       if (!runner::interrupted()) throw;
     }
     if (runner::interrupted()) {
-      std::cout << "interrupted: clearing's check of the smallest case was cut short; its expectation is left out\n";
+      std::cout << "interrupted: " << subject.change << "'s check of the smallest case was cut short; its expectation is left out\n";
     } else if (correct && correct->skipped.empty() && !correct->has_alarm()) {
-      smallest.expect.push_back(Expectation{"clearing", kAnyProperty, kNoAlarm});
+      smallest.expect.push_back(Expectation{subject.change, kAnyProperty, kNoAlarm});
     }
   }
   save_case_file(smallest, out);
@@ -169,7 +173,7 @@ int command_minimize(const Args& args) {
             << candidates_checked << " candidates checked, " << reduce_stats.accepted << " kept, "
             << std::fixed << std::setprecision(1) << seconds << " s\n"
             << show(smallest) << "wrote " << out << "\nreplay: " << replay_command(*sut, *oracle) << " repro " << out << " --sut "
-            << sut->name() << (oracle->name() != "nonclearing" ? " --oracle " + oracle->name() : "")
+            << sut->name() << (oracle->name() != subject.oracle ? " --oracle " + oracle->name() : "")
             << claims_argument(claims) << world_size_argument() << "\n";
   if (interrupted) std::cout << "interrupted: wrote the smallest case found so far\n";
   return 0;
@@ -177,6 +181,6 @@ int command_minimize(const Args& args) {
 
 }  // namespace
 
-const Command kMinimize{"minimize", "shrink a failing case (JSON, or a fuzzer's crash file) to a small JSON case", kMinimizeHelp, {"bytes", "no-isolate"}, {"sut", "oracle", "claims", "property", "out", "limits", "device", "world-size", "jobs"}, command_minimize, false};
+const Command kMinimize{"minimize", "shrink a failing case (JSON, or a fuzzer's crash file) to a small JSON case", kMinimizeHelp, {"bytes", "no-isolate"}, {"subject", "sut", "oracle", "claims", "property", "out", "limits", "device", "world-size", "jobs"}, command_minimize, false};
 
 }  // namespace recheck::cli

@@ -38,6 +38,8 @@ options:
   --budget N        cases per hunt before the mutant counts as survived (default 200)
   --seed N          first seed; hunt r starts at draw seed N + r * 1000003 (default 1)
   --mutant NAMES    only these mutants, comma-separated
+  --subject NAME    the checkpoint function whose mutants to hunt, against its oracle (`recheck
+                    variants` lists the subjects; default megatron-checkpoint-function)
   --jobs N          run the hunts in N worker processes at once (default 1: in this process;
                     0: one per core); the table is the same for every N, times aside
   --json FILE       write the table as data ('-' for standard output)
@@ -83,40 +85,37 @@ int command_mutants(const Args& args) {
   const int64_t budget = args.number("budget", 200, 1, INT64_MAX / 2);
   const uint64_t first_seed = static_cast<uint64_t>(args.number("seed", 1, 0, INT64_MAX / 4));
   const int jobs = jobs_option(args);
+  const Subject& subject = subject_option(args);
   std::set<std::string> only;
   if (args.has("mutant")) {
     std::stringstream list(args.get("mutant", ""));
     for (std::string name; std::getline(list, name, ',');) {
-      const Variant* v = nullptr;
-      try {
-        v = &find_variant(name);
-      } catch (const std::invalid_argument& error) {
-        throw UsageError(error.what());
-      }
-      if (!v->is_mutant) throw UsageError("--mutant: '" + name + "' is not a mutant");
+      const SubjectImplementation* v = subject.find(name);
+      if (v == nullptr) throw UsageError("--mutant: " + subject.name + " declares no implementation '" + name + "'");
+      if (v->kind != VariantKind::mutant) throw UsageError("--mutant: '" + name + "' is not a mutant");
       only.insert(name);
     }
   }
   const GenOptions gen;
-  auto oracle = make_checkpoint("nonclearing");
+  auto oracle = subject.make(subject.oracle);
   auto start_of = [&](int64_t r) { return first_seed + static_cast<uint64_t>(r) * 1000003ULL; };
 
   // Every hunt (mutant, seed) is a task; with --jobs they run in worker processes at once.
   // A mutant no case this build can run on CPU tells from the oracle is left out, and said so.
-  std::vector<const Variant*> mutants;
+  std::vector<const SubjectImplementation*> mutants;
   json skipped = json::array();
-  for (const Variant& variant : variants()) {
-    if (!variant.is_mutant || (!only.empty() && !only.count(variant.name))) continue;
-    if (!variant.cannot_be_killed_on_cpu.empty()) {
-      skipped.push_back({{"mutant", variant.name}, {"why", variant.cannot_be_killed_on_cpu}});
+  for (const SubjectImplementation* variant : subject.of_kind(VariantKind::mutant)) {
+    if (!only.empty() && !only.count(variant->name)) continue;
+    if (!variant->cannot_be_killed_on_cpu.empty()) {
+      skipped.push_back({{"mutant", variant->name}, {"why", variant->cannot_be_killed_on_cpu}});
       continue;
     }
-    mutants.push_back(&variant);
+    mutants.push_back(variant);
   }
   const std::vector<std::string> hunt_answers =
       answers_of(jobs, static_cast<int64_t>(mutants.size()) * seeds, [&](int64_t task) {
-        MegatronCheckpoint mutant(*mutants[static_cast<size_t>(task / seeds)]);
-        const Hunt h = hunt(*oracle, mutant, gen, start_of(task % seeds), budget);
+        const auto mutant = subject.make(mutants[static_cast<size_t>(task / seeds)]->name);
+        const Hunt h = hunt(*oracle, *mutant, gen, start_of(task % seeds), budget);
         json answer = {{"killed", h.killed}, {"cases", h.cases}, {"seconds", h.seconds}};
         if (h.killed) {
           answer["draw_seed"] = h.draw_seed;
@@ -152,7 +151,7 @@ int command_mutants(const Args& args) {
   bool all_killed = true;
   int64_t longest_hunt = 0;
   for (size_t m = 0; m < mutants.size(); ++m) {
-    const Variant& variant = *mutants[m];
+    const SubjectImplementation& variant = *mutants[m];
     std::vector<HuntRow> hunts;
     std::vector<double> cases_to_kill;
     std::map<std::string, int> killers;
@@ -213,20 +212,23 @@ int command_mutants(const Args& args) {
   // every hunt's seed. Any alarm on them is a false alarm of recheck. One task per
   // variant and seed.
   const int64_t control_cases = std::max<int64_t>(longest_hunt, 1);
-  std::vector<const Variant*> correct_variants;
-  for (const Variant& variant : variants()) {
-    if (variant.name == "clearing" || variant.is_equivalent || variant.is_fix) correct_variants.push_back(&variant);
+  std::vector<const SubjectImplementation*> correct_variants;
+  for (const SubjectImplementation& variant : subject.implementations) {
+    const VariantKind kind = variant.kind;
+    if (kind == VariantKind::change || kind == VariantKind::equivalent || kind == VariantKind::fix) {
+      correct_variants.push_back(&variant);
+    }
   }
   const std::vector<std::string> control_answers =
       answers_of(runner::interrupted() ? 1 : jobs, runner::interrupted() ? 0 : static_cast<int64_t>(correct_variants.size()) * seeds,
                  [&](int64_t task) {
-                   MegatronCheckpoint correct(*correct_variants[static_cast<size_t>(task / seeds)]);
+                   const auto correct = subject.make(correct_variants[static_cast<size_t>(task / seeds)]->name);
                    int64_t alarms = 0;
                    int64_t checked = 0;
                    std::string first;
                    for (int64_t i = 0; i < control_cases && !runner::interrupted(); ++i) {
                      const uint64_t draw_seed = start_of(task % seeds) + static_cast<uint64_t>(i);
-                     const CaseResult result = check_case(draw_case(gen, draw_seed), *oracle, correct);
+                     const CaseResult result = check_case(draw_case(gen, draw_seed), *oracle, *correct);
                      ++checked;
                      const PropertyResult* alarm = result.first_alarm();
                      if (alarm == nullptr) continue;
@@ -287,6 +289,6 @@ int command_mutants(const Args& args) {
 
 }  // namespace
 
-const Command kMutants{"mutants", "run the suite against every mutant variant and print which it kills, how fast", kMutantsHelp, {}, {"seeds", "budget", "seed", "mutant", "json", "jobs"}, command_mutants, true};
+const Command kMutants{"mutants", "run the suite against every mutant variant and print which it kills, how fast", kMutantsHelp, {}, {"subject", "seeds", "budget", "seed", "mutant", "json", "jobs"}, command_mutants, true};
 
 }  // namespace recheck::cli

@@ -149,7 +149,7 @@ int command_replay(const Args& args) {
   check_output_files(args, {"json"});
   const Limits limits = limits_of(args);
   const int jobs = jobs_option(args);
-  const auto oracle = make_variant(args.get("oracle", "nonclearing"));
+  const auto oracle = make_variant(oracle_option(args));
   std::map<std::string, std::unique_ptr<CheckpointImplementation>> suts;
   int held = 0;
   int failed = 0;

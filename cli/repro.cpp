@@ -33,6 +33,9 @@ text starts with '{', is read as JSON; any other is read as fuzzer bytes; --byte
                   runs-to-completion crash (exit code 1), as `recheck run` reports it
 --claims LIST     hold the sut to these of the change's claims, as `recheck run --claims` did
                   (its replay lines say so)
+--subject NAME    the checkpoint function under test (`recheck variants` lists the subjects;
+                  default: the one declaring --sut, else megatron-checkpoint-function); its
+                  change and oracle are the defaults of --sut and --oracle
 --world-size N    check it in a tensor-parallel group of N ranks, as `recheck run --world-size N`
                   did (its replay lines say so); each rank a child process
 )";
@@ -40,8 +43,8 @@ text starts with '{', is read as JSON; any other is read as fuzzer bytes; --byte
 int command_repro(const Args& args) {
   check_output_files(args, {"json"});
   const Case c = load_positional_case(args, "repro");
-  const auto sut = make_variant(args.get("sut", "clearing"));
-  const auto oracle = make_variant(args.get("oracle", "nonclearing"));
+  const auto sut = make_variant(sut_option(args));
+  const auto oracle = make_variant(oracle_option(args));
   const ClaimChoice claims = claims_option(args);
   const std::string& file = args.positional()[0];
   if (world_size_option(args, *sut, *oracle, c.device) > 1 && args.flag("no-isolate")) {
@@ -90,6 +93,6 @@ int command_repro(const Args& args) {
 
 }  // namespace
 
-const Command kRepro{"repro", "replay one case file and print each property's verdict and evidence", kReproHelp, {"bytes", "no-isolate"}, {"sut", "oracle", "claims", "json", "limits", "device", "world-size"}, command_repro, false};
+const Command kRepro{"repro", "replay one case file and print each property's verdict and evidence", kReproHelp, {"bytes", "no-isolate"}, {"subject", "sut", "oracle", "claims", "json", "limits", "device", "world-size"}, command_repro, false};
 
 }  // namespace recheck::cli

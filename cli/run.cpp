@@ -31,8 +31,11 @@ Draws random nested checkpoint cases and runs each three ways (eager, oracle, su
 every property and classifies it: pass, regression, pre-existing, fixed, divergent.
 
 options:
-  --sut NAME        variant under test (default: clearing)
-  --oracle NAME     reference variant (default: nonclearing)
+  --sut NAME        variant under test (default: the subject's change, clearing)
+  --oracle NAME     reference variant (default: the subject's oracle, nonclearing)
+  --subject NAME    the checkpoint function under test (`recheck variants` lists the subjects;
+                    default: the one declaring --sut, else megatron-checkpoint-function); its
+                    change and oracle are the defaults of --sut and --oracle
   --claims LIST     which of the change's claims to hold the sut to: none, clearing (the
                     clearing change's: grad-released, memory-floor, no-extra-allocations), or
                     some of those names joined by commas. Each claim named is judged on the sut
@@ -75,8 +78,8 @@ nothing found, so that a cancelled CI job does not read green.
 
 int command_run(const Args& args) {
   if (!args.positional().empty()) throw UsageError("run takes no positional argument: '" + args.positional()[0] + "'");
-  const std::string sut_name = args.get("sut", "clearing");
-  const std::string oracle_name = args.get("oracle", "nonclearing");
+  const std::string sut_name = sut_option(args);
+  const std::string oracle_name = oracle_option(args);
   const std::unique_ptr<CheckpointImplementation> sut = make_variant(sut_name);
   const std::unique_ptr<CheckpointImplementation> oracle = make_variant(oracle_name);
   const ClaimChoice claims = claims_option(args);
@@ -328,6 +331,6 @@ int command_run(const Args& args) {
 
 }  // namespace
 
-const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate"}, {"sut", "oracle", "claims", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "junit", "threads", "cpu-memory-budget", "world-size", "jobs"}, command_run, false};
+const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate"}, {"subject", "sut", "oracle", "claims", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "junit", "threads", "cpu-memory-budget", "world-size", "jobs"}, command_run, false};
 
 }  // namespace recheck::cli

@@ -11,10 +11,26 @@ namespace recheck::cli {
 
 namespace {
 
-const char* kVariantsHelp = "usage: recheck variants\n\nLists the checkpoint variants --sut and --oracle accept.\n";
+const char* kVariantsHelp = R"(usage: recheck variants [--subject NAME]
 
-int command_variants(const Args&) {
-  for (const Variant& v : variants()) std::cout << v.name << "\t" << v.description << "\n";
+Lists the checkpoint variants --sut and --oracle accept: each subject's (one checkpoint function
+under test, suts/subject.h) after a line naming it, then the Python ones.
+  --subject NAME    only this subject's variants
+)";
+
+int command_variants(const Args& args) {
+  const bool one = args.has("subject");
+  for (const Subject& subject : subjects()) {
+    if (one && &subject != &subject_option(args)) continue;
+    std::cout << "# subject " << subject.name << ": " << subject.description << " (run checks " << subject.change
+              << " against " << subject.oracle << ")\n";
+    for (const SubjectImplementation& v : subject.implementations) {
+      std::cout << v.name << "\t" << v.description;
+      if (!v.differs_by.empty()) std::cout << "\t[" << (v.made_from.empty() ? subject.change : v.made_from) << " with " << v.differs_by << "]";
+      std::cout << "\n";
+    }
+  }
+  if (one) return 0;
 #ifdef RECHECK_WITH_PYTHON
   for (const python::Alias& a : python::aliases()) std::cout << a.name << "\t" << a.description << " (" << a.spec << ")\n";
   std::cout << "python:MODULE:ATTR\tany Python checkpoint function (see docs/python.md)\n"
@@ -30,6 +46,6 @@ int command_variants(const Args&) {
 
 }  // namespace
 
-const Command kVariants{"variants", "list the checkpoint variants", kVariantsHelp, {}, {}, command_variants, false};
+const Command kVariants{"variants", "list the checkpoint variants", kVariantsHelp, {}, {"subject"}, command_variants, false};
 
 }  // namespace recheck::cli

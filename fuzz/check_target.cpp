@@ -82,10 +82,15 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   recheck::skip_libtorch_backtraces();
   recheck::use_deterministic_algorithms();
   auto* t = new Target;
-  t->sut_name = target_option(*argc, *argv, "sut", "RECHECK_SUT", "clearing");
-  const std::string oracle = target_option(*argc, *argv, "oracle", "RECHECK_ORACLE", "nonclearing");
+  std::string oracle;
   t->options.device = target_option(*argc, *argv, "device", "RECHECK_DEVICE", "cpu");
   try {
+    // --subject (RECHECK_SUBJECT): its change and oracle are the defaults of --sut and --oracle.
+    const std::string subject_name = target_option(*argc, *argv, "subject", "RECHECK_SUBJECT", "");
+    const recheck::Subject& subject =
+        subject_name.empty() ? recheck::default_subject() : recheck::find_subject(subject_name);
+    t->sut_name = target_option(*argc, *argv, "sut", "RECHECK_SUT", subject.change.c_str());
+    oracle = target_option(*argc, *argv, "oracle", "RECHECK_ORACLE", subject.oracle.c_str());
     t->oracle = recheck::make_checkpoint(oracle);
     t->sut = recheck::make_checkpoint(t->sut_name);
   } catch (const std::exception& e) {

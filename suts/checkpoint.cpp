@@ -27,10 +27,10 @@ using torch::autograd::variable_list;
 struct CheckpointCall : torch::CustomClassHolder {
   RunFunction run_function;
   bool distribute_saved_activations = false;
-  CheckpointOptions options;
+  CheckpointDecisions decisions;
   Values args;
   rng::AllStates rng_states;
-  compat::AutocastStates autocast;  // with restore_autocast: the state forward ran in
+  compat::AutocastStates autocast;  // where the autocast state is recorded: the state forward ran in
   std::vector<int64_t> input_0_shape;
   // The forward outputs with their tensors left out: C++ Functions return tensors only, so the
   // non-tensor outputs travel beside them and are merged back in order.
@@ -112,7 +112,8 @@ at::Tensor gather_split_1d_tensor(const at::Tensor& data) {
 }
 
 // torch.utils.checkpoint.detach_variable
-Values detach_variable(const Values& inputs, const CheckpointOptions& options) {
+Values detach_variable(const Values& inputs, CheckpointDecisions::DetachedRequiresGrad requires_grad_of) {
+  using DetachedRequiresGrad = CheckpointDecisions::DetachedRequiresGrad;
   Values out;
   out.reserve(inputs.size());
   for (const Value& input : inputs) {
@@ -123,15 +124,15 @@ Values detach_variable(const Values& inputs, const CheckpointOptions& options) {
     const at::Tensor& tensor = as_tensor(input);
     at::Tensor detached = tensor.detach();
     bool requires_grad = tensor.requires_grad();
-    if (options.detach_drops_requires_grad) requires_grad = false;
-    if (options.detach_forces_requires_grad && detached.is_floating_point()) requires_grad = true;
+    if (requires_grad_of == DetachedRequiresGrad::never) requires_grad = false;
+    if (requires_grad_of == DetachedRequiresGrad::when_floating && detached.is_floating_point()) requires_grad = true;
     detached.set_requires_grad(requires_grad);
     out.emplace_back(detached);
   }
   return out;
 }
 
-// The mutant args_remerged_out_of_order: a port that keeps tensor and non-tensor arguments in
+// ArgsOrder::tensors_first: a port that keeps tensor and non-tensor arguments in
 // two lists and joins them back as tensors first.
 Values tensors_first(const Values& args) {
   Values out;
@@ -144,7 +145,7 @@ Values tensors_first(const Values& args) {
   return out;
 }
 
-// The mutant clear_all_live: the detached inputs of every backward call in progress, outermost
+// Clearing::Whose::every_live_backward: the detached inputs of every backward call in progress, outermost
 // first. Autograd runs a checkpoint's nested backward calls re-entrantly, on one thread at a time.
 std::vector<const Values*>& live_detached_inputs() {
   static std::vector<const Values*> live;
@@ -158,33 +159,46 @@ struct LiveDetachedInputs {
   LiveDetachedInputs& operator=(const LiveDetachedInputs&) = delete;
 };
 
-// The mutant autocast_recorded_per_function: the autocast state the last forward recorded, kept
+// Autocast::recorded_on_the_function: the autocast state the last forward recorded, kept
 // on the function (a class attribute in Python) instead of on each call's ctx.
 compat::AutocastStates& last_recorded_autocast() {
   static compat::AutocastStates recorded = compat::default_autocast_states();
   return recorded;
 }
 
-// The mutant keep_last_grads: "the last gradients, for debugging", kept until the next backward.
+// AfterCollecting::keeps_the_last_grads: "the last gradients, for debugging", kept until the next backward.
 variable_list& last_collected_grads() {
   static variable_list grads;
   return grads;
 }
 
-void reset_grads(const Values& tensors, const CheckpointOptions& options) {
+void clear_grads(const Values& tensors, const CheckpointDecisions::Clearing& clearing) {
+  using Clearing = CheckpointDecisions::Clearing;
   for (const Value& input : tensors) {
     if (!is_tensor(input)) continue;
-    if (options.clear_only_requiring_grad && !as_tensor(input).requires_grad()) continue;
+    if (clearing.whose == Clearing::Whose::detached_requiring_grad && !as_tensor(input).requires_grad()) continue;
     at::Tensor& grad = as_tensor(input).mutable_grad();
     if (!grad.defined()) continue;
-    if (options.zero_grad_in_place) {
-      grad.zero_();
-    } else if (options.free_grad_storage) {
-      // `x.grad.data = torch.empty(0)`: the returned gradient is the same tensor, now empty.
-      grad.set_data(at::empty({0}, grad.options()));
-    } else {
-      grad.reset();
+    switch (clearing.how) {
+      case Clearing::How::reset: grad.reset(); break;
+      case Clearing::How::zeroed_in_place: grad.zero_(); break;
+      // The returned gradient is the same tensor, now empty.
+      case Clearing::How::storage_freed: grad.set_data(at::empty({0}, grad.options())); break;
     }
+  }
+}
+
+void set_rng_states(const rng::AllStates& states, CheckpointDecisions::RngSet which) {
+  using RngSet = CheckpointDecisions::RngSet;
+  switch (which) {
+    case RngSet::all: rng::set_all_rng_states(states); break;
+    case RngSet::cpu_only: rng::set_state(rng::cpu_generator(), states.cpu); break;
+    case RngSet::device_only: rng::set_state(rng::device_generator(), states.device); break;
+    case RngSet::all_in_reverse_order:
+      rng::get_cuda_rng_tracker().set_states(states.tracker);
+      rng::set_state(rng::device_generator(), states.device);
+      rng::set_state(rng::cpu_generator(), states.cpu);
+      break;
   }
 }
 
@@ -194,7 +208,7 @@ const char* kNotCompatibleWithGrad =
 // The fix's `finally: _unset_checkpointing()`, on the error path only (the normal path unsets
 // the flag where Megatron does): unsets it when the scope is left by an exception.
 struct FlagResetOnError {
-  bool active;
+  bool active;  // FlagOnError::unset
   int exceptions = std::uncaught_exceptions();
   ~FlagResetOnError() {
     if (active && std::uncaught_exceptions() > exceptions) set_checkpointing(false);
@@ -205,38 +219,48 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
   static variable_list forward(AutogradContext* ctx, c10::intrusive_ptr<CheckpointCall> call,
                                at::TensorList tensor_args) {
     (void)tensor_args;  // the same tensors as call->args; passed so autograd sees them as inputs
+    const CheckpointDecisions& decisions = call->decisions;
     const bool flag_found = is_checkpointing();
-    if (!call->options.set_flag_after_body) set_checkpointing(true);
+    const bool flag_after_body = decisions.flag_set == CheckpointDecisions::FlagSet::after_the_body;
+    if (!flag_after_body) set_checkpointing(true);
 
     // Copy the rng states.
     call->rng_states = rng::get_all_rng_states();
-    if (call->options.restore_autocast) call->autocast = compat::autocast_states();
-    if (call->options.autocast_recorded_per_function) last_recorded_autocast() = call->autocast;
-    if (call->options.tracker_saved_by_reference) {
-      call->rng_states.tracker = rng::get_cuda_rng_tracker().live_states_ptr();
-    }
-    if (call->options.deep_copy_rng_states) {
-      rng::AllStates& saved = call->rng_states;
-      saved.cpu = saved.cpu.clone();
-      saved.device = saved.device.clone();
-      auto copies = std::make_shared<rng::StateMap>();
-      for (const auto& [name, state] : *saved.tracker) (*copies)[name] = state.clone();
-      saved.tracker = std::move(copies);
+    using Autocast = CheckpointDecisions::Autocast;
+    if (decisions.autocast != Autocast::not_recorded) call->autocast = compat::autocast_states();
+    if (decisions.autocast == Autocast::recorded_on_the_function) last_recorded_autocast() = call->autocast;
+    switch (decisions.rng_saved) {
+      case CheckpointDecisions::RngSaved::copies: break;
+      case CheckpointDecisions::RngSaved::tracker_by_reference:
+        call->rng_states.tracker = rng::get_cuda_rng_tracker().live_states_ptr();
+        break;
+      case CheckpointDecisions::RngSaved::deep_copies: {
+        rng::AllStates& saved = call->rng_states;
+        saved.cpu = saved.cpu.clone();
+        saved.device = saved.device.clone();
+        auto copies = std::make_shared<rng::StateMap>();
+        for (const auto& [name, state] : *saved.tracker) (*copies)[name] = state.clone();
+        saved.tracker = std::move(copies);
+        break;
+      }
     }
 
-    const FlagResetOnError reset_on_error{call->options.reset_flag_on_error};
+    const FlagResetOnError reset_on_error{decisions.flag_on_error == CheckpointDecisions::FlagOnError::unset};
+    const bool tensors_first_order = decisions.args_order == CheckpointDecisions::ArgsOrder::tensors_first;
     Values outputs;
     {
       at::NoGradGuard no_grad;
       try {
-        outputs = call->run_function(call->options.args_remerged_out_of_order ? tensors_first(call->args) : call->args);
+        outputs = call->run_function(tensors_first_order ? tensors_first(call->args) : call->args);
       } catch (...) {
-        if (call->options.rng_rewound_on_error) rng::set_all_rng_states(call->rng_states);
-        if (call->options.set_flag_after_body) set_checkpointing(true);  // a finally clause, as Megatron leaves it set
+        if (decisions.rng_on_forward_error == CheckpointDecisions::RngOnForwardError::rewound) {
+          rng::set_all_rng_states(call->rng_states);
+        }
+        if (flag_after_body) set_checkpointing(true);  // a finally clause, as Megatron leaves it set
         throw;
       }
     }
-    if (call->options.set_flag_after_body) set_checkpointing(true);
+    if (flag_after_body) set_checkpointing(true);
 
     // Divide hidden states across the model parallel group and keep this rank's chunk.
     if (call->distribute_saved_activations) {
@@ -301,24 +325,26 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       if (is_tensor(arg)) arg = None{};
     }
     ctx->saved_data["call"] = at::IValue::make_capsule(call);
-    set_checkpointing(call->options.restore_flag_after_nesting && flag_found);
+    set_checkpointing(decisions.flag_on_return == CheckpointDecisions::FlagOnReturn::as_found && flag_found);
     return numbered_outputs;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
-    const CheckpointOptions& crash = c10::static_intrusive_pointer_cast<CheckpointCall>(ctx->saved_data["call"].toCapsule())->options;
-    if (crash.abort_in_backward) std::abort();
-    if (crash.segfault_in_backward) {
+    using Decisions = CheckpointDecisions;
+    auto call = c10::static_intrusive_pointer_cast<CheckpointCall>(ctx->saved_data["call"].toCapsule());
+    const CheckpointDecisions& decisions = call->decisions;
+    if (decisions.crash == Decisions::Crash::abort) std::abort();
+    if (decisions.crash == Decisions::Crash::segfault) {
       int* volatile nowhere = nullptr;  // volatile: the compiler cannot see the pointer is null
       *nowhere = 1;
     }
     if (!torch::autograd::Engine::get_default_engine().is_checkpoint_valid()) {
       throw PythonError("RuntimeError", kNotCompatibleWithGrad);
     }
-    auto call = c10::static_intrusive_pointer_cast<CheckpointCall>(ctx->saved_data["call"].toCapsule());
     const bool flag_found = is_checkpointing();
-    if (!call->options.set_flag_after_body) set_checkpointing(true);
-    const FlagResetOnError reset_on_error{call->options.reset_flag_on_error};
+    const bool flag_after_body = decisions.flag_set == Decisions::FlagSet::after_the_body;
+    if (!flag_after_body) set_checkpointing(true);
+    const FlagResetOnError reset_on_error{decisions.flag_on_error == Decisions::FlagOnError::unset};
     // Unpacking in Python's order: a view kept aside raises autograd's view+inplace error when
     // asked for its grad_fn, unless a tensor saved before it fails its version check first.
     for (const auto& [position, view] : call->views_saved_aside) {
@@ -329,7 +355,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     // Not reached with a view kept aside (one of the two above raised); were it reached, the
     // view would take its place.
     for (const auto& [position, view] : call->views_saved_aside) saved.at(position) = view;
-    if (call->distribute_saved_activations && !call->options.distributed_input_not_restored) {
+    if (call->distribute_saved_activations && decisions.distributed_input == Decisions::DistributedInput::gathered) {
       const at::Tensor& input_0 = saved[0];
       safely_set_viewless_tensor_data(input_0,
                                       gather_split_1d_tensor(input_0.detach()).view(call->input_0_shape));
@@ -339,22 +365,8 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       if (tensor.defined()) inputs.emplace_back(tensor);
       else inputs.emplace_back(None{});
     }
-    if (call->options.args_remerged_out_of_order) inputs = tensors_first(inputs);
+    if (decisions.args_order == Decisions::ArgsOrder::tensors_first) inputs = tensors_first(inputs);
 
-    const CheckpointOptions& options = call->options;
-    auto set_states = [&options](const rng::AllStates& states) {
-      if (options.rng_cpu_only) {
-        rng::set_state(rng::cpu_generator(), states.cpu);
-      } else if (options.rng_device_only) {
-        rng::set_state(rng::device_generator(), states.device);
-      } else if (options.restore_rng_reversed) {
-        rng::get_cuda_rng_tracker().set_states(states.tracker);
-        rng::set_state(rng::device_generator(), states.device);
-        rng::set_state(rng::cpu_generator(), states.cpu);
-      } else {
-        rng::set_all_rng_states(states);
-      }
-    };
     Values detached_inputs;
     Values outputs;
     {
@@ -362,45 +374,48 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       const rng::AllStates current_states = rng::get_all_rng_states();
       try {
         // Set the states to what they were before the forward pass.
-        if (!options.skip_set_forward_rng) set_states(call->rng_states);
-        detached_inputs = detach_variable(inputs, options);
-        at::AutoGradMode enable_grad(!options.recompute_without_grad);
+        if (decisions.recompute_from == Decisions::RecomputeFrom::forward_states) {
+          set_rng_states(call->rng_states, decisions.rng_set);
+        }
+        detached_inputs = detach_variable(inputs, decisions.detached_requires_grad);
+        at::AutoGradMode enable_grad(decisions.recompute_grad_mode == Decisions::RecomputeGradMode::enabled);
         // The fix: the recomputation under the autocast state forward ran in, put back after. A
         // region is entered only for a device type whose state differs from backward's: where
         // it is the same, the fix changes nothing (torch's checkpoint enters one always, which
         // also keeps autocast's cast cache alive until the recomputation ends).
-        compat::AutocastStates recorded = options.autocast_recorded_per_function ? last_recorded_autocast() : call->autocast;
-        if (options.autocast_dtype_lost) {
+        using Autocast = Decisions::Autocast;
+        compat::AutocastStates recorded =
+            decisions.autocast == Autocast::recorded_on_the_function ? last_recorded_autocast() : call->autocast;
+        if (decisions.autocast == Autocast::recorded_without_dtype) {
           recorded.cpu.dtype = compat::default_autocast_states().cpu.dtype;
           recorded.cuda.dtype = compat::default_autocast_states().cuda.dtype;
         }
         const compat::AutocastStates current = compat::autocast_states();
         std::optional<compat::AutocastGuard> cpu_autocast;
         std::optional<compat::AutocastGuard> cuda_autocast;
-        if (options.restore_autocast && !(recorded.cpu == current.cpu)) cpu_autocast.emplace(at::kCPU, recorded.cpu);
-        if (options.restore_autocast && !(recorded.cuda == current.cuda)) cuda_autocast.emplace(at::kCUDA, recorded.cuda);
+        const bool recorded_any = decisions.autocast != Autocast::not_recorded;
+        if (recorded_any && !(recorded.cpu == current.cpu)) cpu_autocast.emplace(at::kCPU, recorded.cpu);
+        if (recorded_any && !(recorded.cuda == current.cuda)) cuda_autocast.emplace(at::kCUDA, recorded.cuda);
         // Where autocast's cache keeps casts made under no_grad (core/torch_version.h), the
         // recomputation runs without it: a nested checkpoint's forward would leave a cast of a
         // detached input that the body's next cast of it gets, with no gradient.
         std::optional<compat::AutocastCacheGuard> no_cast_cache;
         if ((cpu_autocast || cuda_autocast) && compat::kAutocastCacheKeepsCastsWithoutGrad) no_cast_cache.emplace(false);
         outputs = call->run_function(detached_inputs);
-        if (options.set_flag_after_body) set_checkpointing(true);
+        if (flag_after_body) set_checkpointing(true);
       } catch (...) {
-        if (options.set_flag_after_body) set_checkpointing(true);
-        if (!options.skip_restore_rng_after_recompute && !options.restore_not_exception_safe) {
-          set_states(current_states);
-        }
+        if (flag_after_body) set_checkpointing(true);
+        if (decisions.rng_restored == Decisions::RngRestored::always) set_rng_states(current_states, decisions.rng_set);
         throw;
       }
-      if (!options.skip_restore_rng_after_recompute) set_states(current_states);
+      if (decisions.rng_restored != Decisions::RngRestored::never) set_rng_states(current_states, decisions.rng_set);
     }
 
     // Python's backward receives one gradient per forward output, None for non-tensor outputs,
     // and zips them with the recomputed outputs (the shorter list wins).
     variable_list kept_outputs;
     variable_list kept_grads;
-    variable_list all_grads;  // for the mutant grads_paired_unfiltered
+    variable_list all_grads;  // for GradsPaired::unfiltered
     for (size_t i = 0; i < outputs.size() && i < call->output_is_tensor.size(); ++i) {
       at::Tensor grad;
       if (call->output_is_tensor[i]) grad = grad_outputs.at(i);
@@ -411,7 +426,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
         kept_grads.push_back(grad);
       }
     }
-    if (options.grads_paired_unfiltered) {
+    if (decisions.grads_paired == Decisions::GradsPaired::unfiltered) {
       kept_grads.assign(all_grads.begin(), all_grads.begin() + static_cast<std::ptrdiff_t>(kept_outputs.size()));
     }
     // `outputs, args = zip(*[])` unpacks nothing: Megatron raises this when no output needs grad.
@@ -421,35 +436,51 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     LiveDetachedInputs live(&detached_inputs);
     python_autograd_backward(kept_outputs, kept_grads);
 
-    auto clear_detached_grads = [&] {
-      if (options.clear_caller_grads) {
-        reset_grads(inputs, options);
-      } else if (options.clear_all_live) {
-        for (const Values* live_inputs : live_detached_inputs()) reset_grads(*live_inputs, options);
+    // The change: clear the detached inputs' .grad once collected (CheckpointDecisions::Clearing).
+    using Clearing = Decisions::Clearing;
+    auto clear = [&](Clearing::When when) {
+      if (!decisions.clearing || decisions.clearing->when != when) return;
+      const Clearing& clearing = *decisions.clearing;
+      if (clearing.whose == Clearing::Whose::callers_tensors) {
+        clear_grads(inputs, clearing);
+      } else if (clearing.whose == Clearing::Whose::every_live_backward) {
+        for (const Values* live_inputs : live_detached_inputs()) clear_grads(*live_inputs, clearing);
       } else {
-        reset_grads(detached_inputs, options);
+        clear_grads(detached_inputs, clearing);
       }
     };
-    if (options.clear_detached_grads && options.clear_before_collect) clear_detached_grads();
+    clear(Clearing::When::before_collecting);
     variable_list grads;
     grads.emplace_back();  // the CheckpointCall argument
     for (const Value& input : detached_inputs) {
       if (!is_tensor(input)) continue;
       const at::Tensor& tensor = as_tensor(input);
-      at::Tensor grad = options.move_grads_out ? std::move(tensor.mutable_grad()) : tensor.grad();
-      if (options.return_grad_copies && grad.defined()) grad = grad.clone();
-      if (options.materialize_zero_grads && !grad.defined() && tensor.requires_grad()) grad = at::zeros_like(tensor);
+      at::Tensor grad;
+      switch (decisions.collected) {
+        case Decisions::Collected::the_grad: grad = tensor.grad(); break;
+        case Decisions::Collected::the_grad_moved_out: grad = std::move(tensor.mutable_grad()); break;
+        case Decisions::Collected::a_copy:
+          grad = tensor.grad();
+          if (grad.defined()) grad = grad.clone();
+          break;
+        case Decisions::Collected::zeros_where_undefined:
+          grad = tensor.grad();
+          if (!grad.defined() && tensor.requires_grad()) grad = at::zeros_like(tensor);
+          break;
+      }
       grads.push_back(std::move(grad));
     }
-    if (options.clear_detached_grads && !options.clear_before_collect) clear_detached_grads();
-    if (options.free_detached_inputs) {
+    clear(Clearing::When::after_collecting);
+    if (decisions.after_collecting == Decisions::AfterCollecting::frees_the_detached_inputs) {
       // `inp.data = torch.empty(0)`: what a user's module kept of an input loses its values.
       for (const Value& input : detached_inputs) {
         if (is_tensor(input)) as_tensor(input).set_data(at::empty({0}, as_tensor(input).options()));
       }
     }
-    if (options.keep_last_grads) last_collected_grads() = grads;
-    if (!options.leave_flag_set) set_checkpointing(options.restore_flag_after_nesting && flag_found);
+    if (decisions.after_collecting == Decisions::AfterCollecting::keeps_the_last_grads) last_collected_grads() = grads;
+    if (decisions.flag_on_return != Decisions::FlagOnReturn::left_set_by_backward) {
+      set_checkpointing(decisions.flag_on_return == Decisions::FlagOnReturn::as_found && flag_found);
+    }
     return grads;
   }
 };
@@ -461,7 +492,7 @@ Values MegatronCheckpoint::apply(const RunFunction& run_function, bool distribut
   auto call = c10::make_intrusive<CheckpointCall>();
   call->run_function = run_function;
   call->distribute_saved_activations = distribute_saved_activations;
-  call->options = variant_.options;
+  call->decisions = variant_.decisions;
   call->args = args;
 
   std::vector<at::Tensor> tensor_args;

@@ -1,91 +1,98 @@
 // The functions under test: a port of Megatron-LM's CheckpointFunction
-// (megatron/core/tensor_parallel/random.py), step for step, and its variants as named options.
-// The interface they implement is core/checkpoint_interface.h.
+// (megatron/core/tensor_parallel/random.py), step for step, with the places where a plausible
+// implementation could go another way named as decisions (CheckpointDecisions). A variant is
+// the port with some decisions taken one way (suts/variants.cpp). The interface they
+// implement is core/checkpoint_interface.h.
 #pragma once
 
-#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/checkpoint_interface.h"
 #include "core/value.h"
+#include "suts/subject.h"
 
 namespace recheck {
 
-// The options that make the named variants. Each is one plausible way to write the function.
-struct CheckpointOptions {
-  // The change under test: reset `.grad` of every detached input after backward collected it.
-  bool clear_detached_grads = false;
+// Each decision's first alternative is what Megatron's function does (released, before the
+// change); the other alternatives are what someone writing or changing it could plausibly do
+// instead. Every variant is a value of this struct, so a combination the port cannot mean
+// cannot be written.
+struct CheckpointDecisions {
+  // The change under review: what backward does to the detached inputs' `.grad` once it has
+  // collected them. Megatron, released: nothing (no clearing).
+  struct Clearing {
+    enum class When { after_collecting, before_collecting };
+    enum class How {
+      reset,             // `inp.grad = None`: the change
+      zeroed_in_place,   // `inp.grad.zero_()`
+      storage_freed,     // `inp.grad.data = torch.empty(0)`: the returned gradient empties too
+    };
+    enum class Whose {
+      detached_inputs,           // this backward's detached inputs: the change
+      detached_requiring_grad,   // only those that require grad (the others hold no .grad)
+      callers_tensors,           // the tensors forward was called with, not their detached copies
+      every_live_backward,       // the detached inputs of every backward in progress (nesting)
+    };
+    When when = When::after_collecting;
+    How how = How::reset;
+    Whose whose = Whose::detached_inputs;
+  };
+  std::optional<Clearing> clearing;
 
-  // Mutants: plausible mistakes in a checkpoint change, each one field. The suite must kill
-  // every one of them (tests/mutants_test.cpp).
-  bool clear_before_collect = false;              // reset .grad before reading it
-  bool zero_grad_in_place = false;                // grad.zero_() instead of resetting it
-  bool skip_restore_rng_after_recompute = false;  // no `finally` restore of the fork
-  bool skip_set_forward_rng = false;              // recompute from the current states
-  bool rng_cpu_only = false;                      // save and restore only the CPU state
-  bool rng_device_only = false;                   // save and restore only the device state
-  bool tracker_saved_by_reference = false;        // keep the live tracker map, not a copy
-  bool recompute_without_grad = false;            // recompute with grad mode off
-  bool leave_flag_set = false;                    // is-checkpointing not unset after backward
-  bool free_grad_storage = false;                 // frees the storage of the collected .grad
-  bool clear_caller_grads = false;                // resets the caller's tensors' .grad instead
-  bool clear_all_live = false;                    // resets .grad of every backward's detached inputs
-  bool restore_not_exception_safe = false;        // restores RNG only when recompute succeeded
-  bool detach_drops_requires_grad = false;        // detached inputs never require grad
-  bool detach_forces_requires_grad = false;       // floating detached inputs always require grad
-  bool args_remerged_out_of_order = false;        // tensors first, then the non-tensors
-  bool distributed_input_not_restored = false;    // no gather of args[0] before recompute
-  bool grads_paired_unfiltered = false;           // outputs filtered, their grads not
-  bool keep_last_grads = false;                   // keeps the last collected grads (a debug aid)
-  bool set_flag_after_body = false;               // sets is-checkpointing once the body ran or raised
-  bool free_detached_inputs = false;              // frees each detached input's data after collecting
-  // Mistakes whose only effect may be memory: the allocations property is what sees them.
-  bool return_grad_copies = false;                // returns a copy of each collected gradient
-  bool materialize_zero_grads = false;            // zeros where the collected gradient is undefined
-  bool deep_copy_rng_states = false;              // saves deep copies of the RNG states
-  // A mistake only on the error path: the RNG states put back as forward found them when its
-  // body raises (eager mode leaves them where the body's draws took them).
-  bool rng_rewound_on_error = false;              // forward's error path rewinds the RNG states
+  // Forward: when the is-checkpointing flag is set, in forward and in backward.
+  enum class FlagSet { before_the_body, after_the_body } flag_set = FlagSet::before_the_body;
+  // What forward and backward leave the flag as when they return: unset (Megatron), set by
+  // backward, or as each found it (a fix: nested checkpoints leave the outer body's flag set).
+  enum class FlagOnReturn { unset, left_set_by_backward, as_found } flag_on_return = FlagOnReturn::unset;
+  // What forward and backward do to the flag when they raise: Megatron leaves it as it is (set).
+  enum class FlagOnError { left_as_it_is, unset } flag_on_error = FlagOnError::left_as_it_is;
+  // How forward keeps the RNG states it saves.
+  enum class RngSaved { copies, tracker_by_reference, deep_copies } rng_saved = RngSaved::copies;
+  // What forward's error path does to the RNG states (eager mode leaves them where the body's
+  // draws took them).
+  enum class RngOnForwardError { left_as_drawn, rewound } rng_on_forward_error = RngOnForwardError::left_as_drawn;
+  // The autocast state of the recomputation. Megatron records none: it recomputes under
+  // whatever state backward runs in. A fix records it per call, as torch.utils.checkpoint does;
+  // the mistakes in that fix keep it on the function, or lose its dtype.
+  enum class Autocast { not_recorded, recorded_per_call, recorded_on_the_function, recorded_without_dtype }
+      autocast = Autocast::not_recorded;
 
-  // A fix of the released function, not of the change: forward and backward unset the
-  // is-checkpointing flag when they raise, as a try/finally would (Megatron's leave it set).
-  bool reset_flag_on_error = false;
-  // A fix of the released function: forward and backward put the is-checkpointing flag back as
-  // they found it, instead of unsetting it, so that a body's ops after a nested checkpoint still
-  // read it set (Megatron's nested checkpoint unsets it for the rest of the outer body).
-  bool restore_flag_after_nesting = false;
-  // A fix of the released function: forward records the autocast state (CPU and CUDA) and the
-  // recomputation runs under it, as torch.utils.checkpoint does (Megatron's records none and
-  // recomputes under whatever state backward runs in).
-  bool restore_autocast = false;
-  // Mistakes in that fix, each losing part of the recorded state on the recomputation path:
-  // the state is kept on the function, not per call, so every recomputation runs under the
-  // state the last forward recorded; or only whether autocast was on is restored, in the device
-  // type's default dtype (CPU bfloat16, CUDA float16).
-  bool autocast_recorded_per_function = false;
-  bool autocast_dtype_lost = false;
+  // Backward, in Megatron's order.
+  enum class ArgsOrder { as_given, tensors_first } args_order = ArgsOrder::as_given;
+  enum class DistributedInput { gathered, left_split } distributed_input = DistributedInput::gathered;
+  // Which RNG states are set, before recomputing and when putting backward's back.
+  enum class RngSet { all, cpu_only, device_only, all_in_reverse_order } rng_set = RngSet::all;
+  // The states the recomputation starts from.
+  enum class RecomputeFrom { forward_states, current_states } recompute_from = RecomputeFrom::forward_states;
+  // When backward's own states are put back after recomputing (`with _fork_rng()`).
+  enum class RngRestored { always, on_success_only, never } rng_restored = RngRestored::always;
+  enum class DetachedRequiresGrad { as_the_input, never, when_floating } detached_requires_grad =
+      DetachedRequiresGrad::as_the_input;
+  enum class RecomputeGradMode { enabled, disabled } recompute_grad_mode = RecomputeGradMode::enabled;
+  // Which gradients are paired with the recomputed outputs that require grad.
+  enum class GradsPaired { filtered_with_them, unfiltered } grads_paired = GradsPaired::filtered_with_them;
+  // What backward returns for each detached input.
+  enum class Collected { the_grad, the_grad_moved_out, a_copy, zeros_where_undefined } collected = Collected::the_grad;
+  // What backward keeps or frees once it collected.
+  enum class AfterCollecting { nothing, keeps_the_last_grads, frees_the_detached_inputs } after_collecting =
+      AfterCollecting::nothing;
 
-  // Equivalent rewrites of the change: correct, so the suite must raise no alarm on them
-  // (`recheck mutants` checks them with the control).
-  bool restore_rng_reversed = false;              // sets tracker, device, CPU states, in that order
-  bool clear_only_requiring_grad = false;         // resets .grad only where the input requires grad
-  bool move_grads_out = false;                    // moves each gradient out of .grad as it collects
-
-  // Not mistakes but crashes, to test that `recheck run` isolates cases: at the start of
-  // backward, abort the process, or write through a null pointer (a segmentation fault).
-  bool abort_in_backward = false;
-  bool segfault_in_backward = false;
+  // Not a decision of the function: crashes at the start of backward, to test that `recheck
+  // run` isolates cases.
+  enum class Crash { none, abort, segfault } crash = Crash::none;
 };
 
 struct Variant {
   std::string name;
   std::string description;
-  CheckpointOptions options;
-  bool is_mutant = false;
-  bool is_equivalent = false;  // a correct rewrite of the change: any alarm on it is a false alarm
-  bool is_fix = false;  // the change plus a fix of the released function: `fixed`, never an alarm
+  VariantKind kind;
+  CheckpointDecisions decisions;
+  // For a mutant: the correct variant its mistake was made in (the change, or a fix), which is
+  // what a pull request fixing it would be. Empty for the others.
+  std::string made_from = {};
   // A mutant that only cases this build cannot run on CPU tell from the oracle: why (empty for
   // the rest). On CPU, `recheck mutants` and the mutant tests skip it, saying so.
   std::string cannot_be_killed_on_cpu = {};
@@ -95,6 +102,14 @@ struct Variant {
 const std::vector<Variant>& variants();
 // The variant called `name`; throws std::invalid_argument listing the known names otherwise.
 const Variant& find_variant(const std::string& name);
+// The names of the variants of one kind, in table order.
+std::vector<std::string> variant_names(VariantKind kind);
+// The decisions `decisions` takes otherwise than `from`, as "name = alternative" in the order
+// the port meets them ("clearing.when = before_collecting"); "clearing = none" where
+// `decisions` clears nothing and `from` does.
+std::vector<std::string> decisions_taken_otherwise(const CheckpointDecisions& decisions, const CheckpointDecisions& from);
+// The subject they make: Megatron's CheckpointFunction, the change to it and its variants.
+Subject megatron_checkpoint_function();
 
 class MegatronCheckpoint : public CheckpointImplementation {
  public:

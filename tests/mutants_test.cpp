@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "properties/generator.h"
 #include "properties/report.h"
+#include "suts/checkpoint.h"
 
 namespace recheck {
 namespace {
@@ -104,7 +107,7 @@ class RevertedMutantTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RevertedMutantTest, as_the_base_of_a_head_that_fixes_it_is_judged_by_eager_mode) {
   auto mutant = make_checkpoint(GetParam());
-  auto head = make_checkpoint(find_variant(GetParam()).options.restore_autocast ? "autocast-restored" : "clearing");
+  auto head = make_checkpoint(find_variant(GetParam()).made_from);
   const ClaimChoice none = parse_claims("none");
   int fixed = 0;
   for (int i = 0; i < kBudget; ++i) {
@@ -132,13 +135,29 @@ TEST_P(RevertedMutantTest, as_the_base_of_a_head_that_fixes_it_is_judged_by_eage
   RecordProperty("fixed", fixed);
 }
 
-// The variants `variants()` marks with `flag`, by name.
-std::vector<std::string> names_of(bool Variant::*flag) {
-  std::vector<std::string> names;
-  for (const Variant& v : variants()) {
-    if (v.*flag) names.push_back(v.name);
+// A mutant reads as the one bug it models: what it was made from, with one decision taken
+// another way (suts/checkpoint.h). Two would make a mutant whose kill says nothing about either.
+TEST(Variants, each_mutant_is_what_it_was_made_from_with_one_decision_taken_another_way) {
+  for (const std::string& name : variant_names(VariantKind::mutant)) {
+    const Variant& mutant = find_variant(name);
+    ASSERT_FALSE(mutant.made_from.empty()) << name;
+    const std::vector<std::string> taken = decisions_taken_otherwise(mutant.decisions, find_variant(mutant.made_from).decisions);
+    EXPECT_EQ(taken.size(), 1u) << name << " made from " << mutant.made_from << " takes otherwise: " << ::testing::PrintToString(taken);
   }
-  return names;
+}
+
+TEST(Variants, each_equivalent_rewrite_is_the_change_with_one_decision_taken_another_way) {
+  const Variant& change = find_variant(default_subject().change);
+  for (const std::string& name : variant_names(VariantKind::equivalent)) {
+    EXPECT_EQ(decisions_taken_otherwise(find_variant(name).decisions, change.decisions).size(), 1u) << name;
+  }
+}
+
+TEST(Variants, the_oracle_is_the_change_without_its_clearing_and_lists_so) {
+  const Subject& subject = default_subject();
+  EXPECT_EQ(decisions_taken_otherwise(find_variant(subject.oracle).decisions, find_variant(subject.change).decisions),
+            std::vector<std::string>{"clearing = none"});
+  EXPECT_EQ(subject.find("clear-before-collect")->differs_by, "clearing.when = before_collecting");
 }
 
 // A test name from a variant name: "clear-all-live" -> "clear_all_live".
@@ -148,10 +167,10 @@ std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixes, FixTest, ::testing::ValuesIn(names_of(&Variant::is_fix)), test_name);
-INSTANTIATE_TEST_SUITE_P(Equivalents, EquivalentTest, ::testing::ValuesIn(names_of(&Variant::is_equivalent)), test_name);
-INSTANTIATE_TEST_SUITE_P(Mutants, MutantTest, ::testing::ValuesIn(names_of(&Variant::is_mutant)), test_name);
-INSTANTIATE_TEST_SUITE_P(Reverted, RevertedMutantTest, ::testing::ValuesIn(names_of(&Variant::is_mutant)), test_name);
+INSTANTIATE_TEST_SUITE_P(Fixes, FixTest, ::testing::ValuesIn(variant_names(VariantKind::fix)), test_name);
+INSTANTIATE_TEST_SUITE_P(Equivalents, EquivalentTest, ::testing::ValuesIn(variant_names(VariantKind::equivalent)), test_name);
+INSTANTIATE_TEST_SUITE_P(Mutants, MutantTest, ::testing::ValuesIn(variant_names(VariantKind::mutant)), test_name);
+INSTANTIATE_TEST_SUITE_P(Reverted, RevertedMutantTest, ::testing::ValuesIn(variant_names(VariantKind::mutant)), test_name);
 
 }  // namespace
 }  // namespace recheck

@@ -1,0 +1,66 @@
+// A subject: one checkpoint function under test, declared in one place. Its implementations
+// and the kind of each (the change, the oracle it is compared with, its mutants, equivalent
+// rewrites and fixes), the pair `recheck run` checks by default, and how to make each. The
+// commands read these from the subject (`--subject NAME`); none names a subject's variants
+// itself. docs/adding-a-subject.md says how to add one.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/checkpoint_interface.h"
+
+namespace recheck {
+
+// What an implementation is, for the suite: which verdicts it must get.
+enum class VariantKind {
+  change,      // the change under review: held to its claims
+  oracle,      // the released function: what the change is compared with
+  mutant,      // a plausible mistake: the suite must kill it (tests/mutants_test.cpp)
+  equivalent,  // a correct rewrite of the change: any alarm on it is a false alarm
+  fix,         // the change plus a fix of the released function: `fixed`, never an alarm
+  crash,       // crashes on purpose, to test isolation
+};
+
+// One implementation a subject declares.
+struct SubjectImplementation {
+  std::string name;
+  std::string description;
+  VariantKind kind;
+  // For a mutant: the correct implementation its mistake was made in (the change, or a fix),
+  // which is what a pull request fixing it would be. Empty for the others.
+  std::string made_from = {};
+  // A mutant that only cases this build cannot run on CPU tell from the oracle: why (empty for
+  // the rest). On CPU, `recheck mutants` and the mutant tests skip it, saying so.
+  std::string cannot_be_killed_on_cpu = {};
+  // How it differs from what it was made from (a mutant) or from the subject's change (the
+  // rest), in the subject's terms: for the C++ port, its decisions taken otherwise.
+  std::string differs_by = {};
+};
+
+struct Subject {
+  std::string name;         // what --subject takes
+  std::string description;  // one line, for `recheck variants`
+  std::string change;       // the implementation `recheck run` checks by default (--sut)
+  std::string oracle;       // and what it is compared with (--oracle)
+  std::vector<SubjectImplementation> implementations;
+  // Makes one of `implementations` by name; throws std::invalid_argument otherwise.
+  std::function<std::unique_ptr<CheckpointImplementation>(const std::string& name)> make;
+
+  // The implementations of one kind, in declaration order.
+  std::vector<const SubjectImplementation*> of_kind(VariantKind kind) const;
+  // The implementation called `name`, or null.
+  const SubjectImplementation* find(const std::string& name) const;
+};
+
+// Every subject: the ones built in (Megatron's CheckpointFunction first: the default), then the
+// ones registered (a bridge's).
+const std::vector<Subject>& subjects();
+void register_subject(Subject subject);
+const Subject& default_subject();
+// The subject called `name`; throws std::invalid_argument listing the known ones otherwise.
+const Subject& find_subject(const std::string& name);
+
+}  // namespace recheck
