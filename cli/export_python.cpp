@@ -20,7 +20,8 @@ AssertionError with the evidence means the property fails. It needs torch, and m
 Megatron's function or a case that forks its RNG tracker.
 
 options:
-  --checkpoint C    megatron, megatron-clearing (recheck's wrapper of the PR's change) or torch
+  --checkpoint C    megatron, megatron-clearing (recheck's wrapper of the PR's change), torch
+                    (reentrant) or torch-non-reentrant (with the options each checkpoint passes)
                     (default: from the case's first failing expectation's variant, else megatron)
   --property NAME   the property asserted (default: the case's first failing expectation's);
                     every property but memory-floor, which needs recheck's counting allocator
@@ -46,7 +47,12 @@ int command_export_python(const Args& args) {
   }
   if (failing) {
     options.property = failing->property;
-    if (failing->sut.find("torch") != std::string::npos) options.checkpoint = "torch";
+    if (failing->sut.find("torch_non_reentrant") != std::string::npos ||
+        failing->sut.find("torch-nonreentrant") != std::string::npos) {
+      options.checkpoint = "torch-non-reentrant";
+    } else if (failing->sut.find("torch") != std::string::npos) {
+      options.checkpoint = "torch";
+    }
     else if (failing->sut.find("clearing") != std::string::npos) options.checkpoint = "megatron-clearing";
   } else if (!args.has("property")) {
     throw UsageError("export-python: " + args.positional()[0] + " records no failing property: say which with --property");

@@ -96,8 +96,9 @@ int command_mutants(const Args& args) {
       only.insert(name);
     }
   }
-  const GenOptions gen;
   auto oracle = subject.make(subject.oracle);
+  // Cases its oracle can run: the RNG sources it restores, distributed or not.
+  const GenOptions gen = options_for(GenOptions{}, *oracle);
   auto start_of = [&](int64_t r) { return first_seed + static_cast<uint64_t>(r) * 1000003ULL; };
 
   // Every hunt (mutant, seed) is a task; with --jobs they run in worker processes at once.
@@ -144,7 +145,12 @@ int command_mutants(const Args& args) {
     return row;
   };
 
-  std::cout << std::left << std::setw(28) << "mutant" << std::setw(10) << "result" << std::setw(36) << "killed by"
+  // The name column fits the longest name (Megatron's fit 28; another subject's may not).
+  int name_width = 28;
+  for (const SubjectImplementation* variant : mutants) {
+    name_width = std::max(name_width, static_cast<int>(variant->name.size()) + 2);
+  }
+  std::cout << std::left << std::setw(name_width) << "mutant" << std::setw(10) << "result" << std::setw(36) << "killed by"
             << std::right << std::setw(11) << "first kill" << std::setw(8) << "median" << std::setw(9) << "seconds"
             << "\n";
   json rows = json::array();
@@ -180,7 +186,7 @@ int command_mutants(const Args& args) {
     std::ostringstream med_text;
     if (med > static_cast<double>(budget)) med_text << ">" << budget;
     else med_text << med;
-    std::cout << std::left << std::setw(28) << variant.name << std::setw(10) << (killed == 0 ? "survived" : "killed")
+    std::cout << std::left << std::setw(name_width) << variant.name << std::setw(10) << (killed == 0 ? "survived" : "killed")
               << std::setw(36) << (killer.empty() ? "-" : killer) << std::right
               << std::setw(11) << (!hunts[0].killed ? "-" : std::to_string(hunts[0].cases))
               << std::setw(8) << med_text.str() << std::setw(9) << std::fixed << std::setprecision(1) << seconds

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -126,6 +127,10 @@ using Arg = std::variant<Ref, None, int64_t, double, bool, std::string>;
 
 struct Checkpoint {
   bool distribute = false;
+  // The checkpoint function's own per-call options, by name, each value as its module spells
+  // it (CheckpointImplementation::call_options): PyTorch's preserve_rng_state, early_stop, ...
+  // Empty for a function that declares none (Megatron's).
+  std::map<std::string, std::string> options;
   std::vector<Arg> args;
   Box<Segment> body;
 };

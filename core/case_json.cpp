@@ -94,6 +94,11 @@ class Reader {
     }
     fail(one_of(table));
   }
+  // Calls visit(name, value) for each field of an object, in the order of their names.
+  template <typename Visit>
+  void members(Visit&& visit) const {
+    for (auto it = object().begin(); it != object().end(); ++it) visit(it.key(), Reader(*it, this, it.key().c_str(), 0));
+  }
   // The number of items of an array.
   size_t size() const {
     if (!node_.is_array()) fail("an array");
@@ -166,6 +171,8 @@ json arg_to_json(const Arg& arg) {
 
 void OpToJson::operator()(const Checkpoint& op) {
   j["distribute"] = op.distribute;
+  // Written only when there are any: a function that takes none (Megatron's) reads as before.
+  if (!op.options.empty()) j["options"] = op.options;
   j["args"] = json::array();
   for (const Arg& arg : op.args) j["args"].push_back(arg_to_json(arg));
   j["body"] = segment_to_json(*op.body);
@@ -295,9 +302,15 @@ Op op_from_json(const Reader& r, ParseContext& context, int depth) {
     return op;
   }
   if (kind == "checkpoint") {
-    r.only({"op", "distribute", "args", "body"});
+    r.only({"op", "distribute", "options", "args", "body"});
     Checkpoint op;
     op.distribute = r.field("distribute").boolean();
+    if (r.has("options")) {
+      r.field("options").members([&](const std::string& name, const Reader& value) {
+        if (name.empty()) throw CaseError(r.path() + ".options: an option's name is empty");
+        op.options[name] = value.string();
+      });
+    }
     r.field("args").each([&](const Reader& arg) { op.args.push_back(arg_from_json(arg)); });
     op.body = segment_from_json(r.field("body"), context, depth + 1);
     return op;

@@ -63,7 +63,9 @@ struct OpShow {
   std::string operator()(const Checkpoint& op) const {
     std::string args;
     for (const Arg& arg : op.args) args += (args.empty() ? "" : ", ") + show_arg(arg);
-    return std::string("checkpoint(") + (op.distribute ? "distribute=True" : "distribute=False") +
+    std::string options;
+    for (const auto& [name, value] : op.options) options += ", " + name + "=" + value;
+    return std::string("checkpoint(") + (op.distribute ? "distribute=True" : "distribute=False") + options +
            (args.empty() ? "" : ", ") + args + ")";
   }
 };

@@ -1,8 +1,10 @@
 #include "core/checkpoint_interface.h"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 
+#include "core/case.h"
 #include "core/rng.h"
 
 namespace recheck {
@@ -56,6 +58,44 @@ bool needs_python_bridge(const std::string& name) {
 bool python_bridge_built() { return factories().count("python") != 0; }
 
 void register_checkpoint_alias(const std::string& alias, const std::string& name) { aliases()[alias] = name; }
+
+namespace {
+
+bool passes_options(const Segment& segment) {
+  for (const Op& op : segment.ops) {
+    if (const auto* checkpoint = std::get_if<Checkpoint>(&op); checkpoint && !checkpoint->options.empty()) return true;
+    if (const Segment* body = op_body(op); body && passes_options(*body)) return true;
+  }
+  return false;
+}
+
+void check_call_options(const Segment& segment, const std::string& path, const CheckpointImplementation& implementation,
+                        const std::vector<CallOption>& declared) {
+  for (size_t i = 0; i < segment.ops.size(); ++i) {
+    const std::string site = path + ".ops[" + std::to_string(i) + "]";
+    if (const auto* checkpoint = std::get_if<Checkpoint>(&segment.ops[i])) {
+      for (const auto& [name, value] : checkpoint->options) {
+        const auto option = std::find_if(declared.begin(), declared.end(), [&](const CallOption& o) { return o.name == name; });
+        if (option == declared.end()) {
+          throw std::invalid_argument("the checkpoint at " + site + " passes option " + name + ", which " +
+                                      implementation.name() + " does not take");
+        }
+        if (std::find(option->values.begin(), option->values.end(), value) == option->values.end()) {
+          throw std::invalid_argument("the checkpoint at " + site + " passes " + name + "=" + value + ", which " +
+                                      implementation.name() + " does not take");
+        }
+      }
+    }
+    if (const Segment* body = op_body(segment.ops[i])) check_call_options(*body, site + ".body", implementation, declared);
+  }
+}
+
+}  // namespace
+
+void check_call_options(const Case& c, const CheckpointImplementation& implementation) {
+  if (!passes_options(c.root)) return;  // every case of a function that takes none: no strings built
+  check_call_options(c.root, "root", implementation, implementation.call_options());
+}
 
 std::string describe_provenance(const Provenance& provenance) {
   std::string text;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 
 namespace recheck {
 
+struct Case;
 namespace rng {
 struct TrackerHooks;
 }
@@ -40,14 +42,35 @@ using Provenance = std::vector<std::pair<std::string, std::string>>;
 // A checkpointed segment's body, called once in forward and again to recompute in backward.
 using RunFunction = std::function<Values(const Values&)>;
 
+// An option a checkpoint function takes with each call besides its arguments (PyTorch's
+// preserve_rng_state, early_stop, determinism_check, a selective policy): its name and the values
+// generated cases draw from, each as the function's module spells it, the function's default
+// first.
+struct CallOption {
+  std::string name;
+  std::vector<std::string> values;
+  // Values drawn only for a body that draws no random numbers, in all it nests: what the
+  // function promises with them holds only there (preserve_rng_state=False).
+  std::vector<std::string> only_without_rng;
+};
+
+// How the interpreter calls a checkpoint: Megatron's distribute_saved_activations, and the
+// values of the implementation's own call options (Checkpoint::options in core/case.h).
+struct CallSettings {
+  bool distribute_saved_activations = false;
+  std::map<std::string, std::string> options;
+};
+
 // What the interpreter calls for every checkpoint op. The C++ port's variants (suts/), eager
 // execution (oracles/) and Python code (python/) all plug in here.
 class CheckpointImplementation {
  public:
   virtual ~CheckpointImplementation() = default;
   virtual std::string name() const = 0;
-  virtual Values apply(const RunFunction& run_function, bool distribute_saved_activations,
-                       const Values& args) = 0;
+  virtual Values apply(const RunFunction& run_function, const CallSettings& call, const Values& args) = 0;
+  // The options it takes with each call (none: Megatron's, eager execution); generated cases for
+  // it draw them, and a case that passes another is refused (check_call_options).
+  virtual std::vector<CallOption> call_options() const { return {}; }
 
   virtual RngSources rng_sources(bool on_cuda) const {
     (void)on_cuda;
@@ -110,6 +133,10 @@ std::string resolve_checkpoint_alias(const std::string& name);
 // The global "is checkpointing" flag: set while a checkpoint's forward or backward runs.
 bool is_checkpointing();
 void set_checkpointing(bool value);
+
+// Throws std::invalid_argument naming the first checkpoint of `c` that passes an option, or a
+// value of one, that `implementation` does not declare (call_options).
+void check_call_options(const Case& c, const CheckpointImplementation& implementation);
 
 // Provenance in one line, "name value, name value"; "" when empty.
 std::string describe_provenance(const Provenance& provenance);

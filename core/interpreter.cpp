@@ -267,7 +267,10 @@ class Interpreter {
     if (op.when == Raise::When::recompute && recomputing_ == 0) return {x};
     if (op.when == Raise::When::first_iteration && iteration != 0) return {x};
     at::mm(x.reshape({1, -1}), at::zeros({x.numel() + 1, 1}, x.options()));
-    return {};  // not reached: the shapes never match
+    // Reached only when the product did not run: a selective checkpoint's recomputation answers
+    // a product it saved from its cache (PyTorch's create_selective_checkpoint_contexts), as the
+    // exported script's raise_op does.
+    return {x};
   }
 
   // The body under the region's autocast state; what it saved for backward is differentiated
@@ -311,11 +314,12 @@ class Interpreter {
     const Segment* body = &*op.body;
     auto calls = std::make_shared<int>(0);
     auto returned = std::make_shared<bool>(false);
-    RunFunction run_function = [this, &op, body, record, calls, returned](const Values& inputs) {
+    auto callers = std::make_shared<RecomputationInputs::CallerTensors>(RecomputationInputs::caller_tensors(args));
+    RunFunction run_function = [this, &op, body, record, calls, returned, callers](const Values& inputs) {
       // Every call after the first is a recomputation, and so is all that runs inside it.
       const bool recomputation = (*calls)++ > 0;
       if (recomputation) {
-        recomputation_inputs.watch(sites_.checkpoints.at(&op), inputs, returned);
+        recomputation_inputs.watch(sites_.checkpoints.at(&op), inputs, returned, *callers);
         if (memory::timeline_recording()) memory::mark_timeline("recompute " + sites_.checkpoints.at(&op));
       }
       struct Count {  // counts this call while it runs, also when it throws
@@ -351,7 +355,7 @@ class Interpreter {
         AllocationScopes& scopes;
         ~Leave() { scopes.leave(); }
       } leave{*scopes_};
-      outputs = implementation_.apply(run_function, op.distribute, args);
+      outputs = implementation_.apply(run_function, CallSettings{op.distribute, op.options}, args);
     }
     scope_backward_of(sites_.checkpoints.at(&op), outputs);
     RecomputationInputs::mark_when_backward_returns(outputs, returned);

@@ -1,5 +1,6 @@
 #include "core/recomputation_inputs.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include <torch/csrc/autograd/function.h>
@@ -28,10 +29,23 @@ void RecomputationInputs::clear() {
   produced_->clear();
 }
 
-void RecomputationInputs::watch(const std::string& site, const Values& inputs, const std::shared_ptr<bool>& returned) {
+RecomputationInputs::CallerTensors RecomputationInputs::caller_tensors(const Values& args) {
+  CallerTensors callers;
+  for (const Value& arg : args) {
+    if (is_tensor(arg)) callers.emplace_back(as_tensor(arg).getIntrusivePtr());
+  }
+  return callers;
+}
+
+void RecomputationInputs::watch(const std::string& site, const Values& inputs, const std::shared_ptr<bool>& returned,
+                                const CallerTensors& callers) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!is_tensor(inputs[i])) continue;
     const at::Tensor& input = as_tensor(inputs[i]);
+    const bool callers_own = std::any_of(callers.begin(), callers.end(), [&](const auto& caller) {
+      return caller.lock().get() == input.unsafeGetTensorImpl();
+    });
+    if (callers_own) continue;
     const std::string where = site + " input " + std::to_string(i);
     c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> weak(input.getIntrusivePtr());
     watched_.push_back(Watched{where, std::move(weak), returned});

@@ -21,9 +21,18 @@ class RecomputationInputs {
  public:
   void clear();
 
+  // The tensors a checkpoint call was given, by weak reference: who they are, without keeping
+  // them alive.
+  using CallerTensors = std::vector<c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>>;
+  static CallerTensors caller_tensors(const Values& args);
+
   // Watches the tensor inputs of a recomputation of the checkpoint at `site`; `returned` turns
-  // true when that call's backward returns (mark_when_backward_returns).
-  void watch(const std::string& site, const Values& inputs, const std::shared_ptr<bool>& returned);
+  // true when that call's backward returns (mark_when_backward_returns). An input that is one of
+  // `callers` itself is not watched: a checkpoint may hand its recomputation the caller's own
+  // tensors (PyTorch's non-reentrant one does), whose .grad is the caller's, not an input it
+  // made for the recomputation (Megatron's detached copies).
+  void watch(const std::string& site, const Values& inputs, const std::shared_ptr<bool>& returned,
+             const CallerTensors& callers);
 
   // Sets `returned` from a post-hook on the nodes of a checkpoint call's outputs, which a
   // backward that raises never reaches.

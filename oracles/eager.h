@@ -10,8 +10,7 @@ class EagerExecution : public CheckpointImplementation {
  public:
   std::string name() const override { return "eager"; }
   std::string code() const override { return "eager mode"; }
-  Values apply(const RunFunction& run_function, bool /*distribute_saved_activations*/,
-               const Values& args) override {
+  Values apply(const RunFunction& run_function, const CallSettings& /*call*/, const Values& args) override {
     return run_function(args);
   }
   // No checkpoint sets the flag here: nothing for a body to read.

@@ -34,6 +34,15 @@ bool is_float_tensor(const ValueInfo& v) {
   return v.kind == ValueInfo::Kind::tensor && v.floating && !v.handed_off;
 }
 
+// Whether a segment draws random numbers, in itself or in anything it nests.
+bool draws_random_numbers(const Segment& segment) {
+  for (const Op& op : segment.ops) {
+    if (std::holds_alternative<Random>(op)) return true;
+    if (const Segment* body = op_body(op); body && draws_random_numbers(*body)) return true;
+  }
+  return false;
+}
+
 class SegmentBuilder {
  public:
   SegmentBuilder(const GenOptions& options, int depth, std::vector<ValueInfo> inputs, int fork_depth = 0)
@@ -295,6 +304,24 @@ class SegmentBuilder {
     }
   }
 
+  // The checkpoint function's own call options (GenOptions::call_options), drawn once the body
+  // is built; a value that promises something only of bodies without random draws is drawn only
+  // for such a body. Nothing is drawn for a function that declares none (Megatron's): its cases
+  // stay what they were. A default value goes unsaid.
+  void draw_call_options(Checkpoint& op) {
+    if (options_.call_options.empty()) return;
+    const bool random = draws_random_numbers(*op.body);
+    for (const CallOption& option : options_.call_options) {
+      std::vector<std::string> allowed;
+      for (const std::string& value : option.values) {
+        const auto& excluded = option.only_without_rng;
+        if (!random || std::find(excluded.begin(), excluded.end(), value) == excluded.end()) allowed.push_back(value);
+      }
+      const std::string& value = allowed[choose_in_range(0, static_cast<int>(allowed.size()))];
+      if (value != option.values.front()) op.options[option.name] = value;
+    }
+  }
+
   void add_checkpoint() {
     Checkpoint op;
     std::vector<ValueInfo> child_inputs;
@@ -344,6 +371,7 @@ class SegmentBuilder {
         }
       }
     }
+    draw_call_options(op);
     segment_.ops.push_back(std::move(op));
     const int first_output = static_cast<int>(values_.size());
     for (const ValueInfo& info : outs) values_.push_back(info);
@@ -428,6 +456,7 @@ class SegmentBuilder {
     if (op.distribute) values_[h].handed_off = true;
     SegmentBuilder layer(options_, depth_ + 1, inputs, fork_depth_);
     op.body = layer.build_layer_body();
+    draw_call_options(op);
     segment_.ops.push_back(std::move(op));
     for (const ValueInfo& info : layer.output_infos()) values_.push_back(info);
     return true;
@@ -439,6 +468,7 @@ class SegmentBuilder {
     sublayer.args = {Ref{0}};
     SegmentBuilder child(options_, depth_ + 1, {values_[0]}, fork_depth_);
     sublayer.body = child.build(/*is_root=*/false);
+    draw_call_options(sublayer);
     segment_.ops.push_back(std::move(sublayer));
     const int first_output = static_cast<int>(values_.size());
     for (const ValueInfo& info : child.output_infos()) values_.push_back(info);

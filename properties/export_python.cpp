@@ -196,8 +196,10 @@ class SegmentWriter {
     const int body = write(*c.body, site + ".body", /*checkpoint_body=*/true);
     std::string args;
     for (const Arg& a : c.args) args += py_arg(a) + ", ";
+    std::string options;
+    for (const auto& [name, value] : c.options) options += (options.empty() ? "" : ", ") + py_string(name) + ": " + py_string(value);
     return "v.extend(run.call_checkpoint(" + py_string(site) + ", seg_" + std::to_string(body) + ", " +
-           (c.distribute ? "True" : "False") + ", [" + args + "]))";
+           (c.distribute ? "True" : "False") + ", [" + args + "]" + (options.empty() ? "" : ", {" + options + "}") + "))";
   }
 
   int next_ = 0;
@@ -215,8 +217,9 @@ bool uses_tracker(const Segment& segment) {
 }  // namespace
 
 std::string export_python(const Case& c, const ExportOptions& options) {
-  if (options.checkpoint != "megatron" && options.checkpoint != "megatron-clearing" && options.checkpoint != "torch") {
-    throw std::invalid_argument("--checkpoint: expected megatron, megatron-clearing or torch, got '" +
+  if (options.checkpoint != "megatron" && options.checkpoint != "megatron-clearing" && options.checkpoint != "torch" &&
+      options.checkpoint != "torch-non-reentrant") {
+    throw std::invalid_argument("--checkpoint: expected megatron, megatron-clearing, torch or torch-non-reentrant, got '" +
                                 options.checkpoint + "'");
   }
   std::string names;

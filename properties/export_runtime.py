@@ -119,8 +119,11 @@ class Run:
                           "grad": keep(value.grad) if value.is_leaf else None}
         return kept
 
-    def call_checkpoint(self, site, body, distribute, args):
+    def call_checkpoint(self, site, body, distribute, args, options=None):
         started, calls, returned, states, flags = [0], [], [False], [], []
+        # The caller's own tensors: a checkpoint that hands them to its recomputation as they are
+        # (PyTorch's non-reentrant one) made no recomputation input of them.
+        callers = [weakref.ref(a) for a in args if torch.is_tensor(a)]
         self.calls.append({"site": site, "iteration": self.iteration, "calls": calls, "autocast": states,
                            "flags": flags})
 
@@ -130,7 +133,7 @@ class Run:
             state = autocast_state()
             if recompute:
                 for i, t in enumerate(inputs):
-                    if torch.is_tensor(t):
+                    if torch.is_tensor(t) and not any(c() is t for c in callers):
                         self.detached.append((f"{site} input {i}", weakref.ref(t), returned))
                 self.recomputing += 1
             flags.append([])
@@ -145,7 +148,7 @@ class Run:
             states.append(state)
             return outputs
 
-        outputs = self.checkpoint(run_function, distribute, *args)
+        outputs = self.checkpoint(run_function, distribute, *args, **(options or {}))
         outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
         # Whether this call's backward returned: after an error, the inputs of a backward the
         # error cut short were never collected, so the change has nothing to clear there.
@@ -378,10 +381,29 @@ def check(prop, subject, eager, oracle):
     return None
 
 
+def non_reentrant_keywords(options):
+    """torch.utils.checkpoint.checkpoint's keywords for a case's call options, as recheck's
+    subject torch-checkpoint-non-reentrant passes them (recheck's python/torch_non_reentrant.py)."""
+    import functools
+    import torch.utils.checkpoint as checkpointing
+    keywords = {"use_reentrant": False,
+                "preserve_rng_state": options.get("preserve_rng_state", "True") == "True",
+                "early_stop": options.get("early_stop", "True") == "True",
+                "determinism_check": options.get("determinism_check", "default")}
+    if options.get("policy", "none") == "save_matmuls":
+        saved = (torch.ops.aten.mm.default, torch.ops.aten.bmm.default, torch.ops.aten.addmm.default)
+        keywords["context_fn"] = functools.partial(checkpointing.create_selective_checkpoint_contexts, list(saved))
+    return keywords
+
+
 def checkpoint_function(name):
     if name == "torch":
         import torch.utils.checkpoint
         return lambda f, distribute, *args: torch.utils.checkpoint.checkpoint(f, *args, use_reentrant=True)
+    if name == "torch-non-reentrant":
+        import torch.utils.checkpoint
+        return lambda f, distribute, *args, **options: torch.utils.checkpoint.checkpoint(
+            f, *args, **non_reentrant_keywords(options))
     module = need_megatron(f"--checkpoint {name}")
     function = module.CheckpointFunction if name == "megatron" else clearing(module.CheckpointFunction, module)
     return lambda f, distribute, *args: function.apply(f, distribute, *args)
@@ -389,7 +411,8 @@ def checkpoint_function(name):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", choices=["megatron", "megatron-clearing", "torch"], default=CHECKPOINT)
+    parser.add_argument("--checkpoint", choices=["megatron", "megatron-clearing", "torch", "torch-non-reentrant"],
+                        default=CHECKPOINT)
     parser.add_argument("--property", default=PROPERTY,
                         help="a property, or several separated by commas: " + ", ".join(PROPERTIES))
     args = parser.parse_args()
@@ -397,13 +420,14 @@ def main():
     for name in wanted:
         if name not in PROPERTIES:
             parser.error(f"--property: no property named {name!r} (known: {', '.join(PROPERTIES)})")
-    if "flag-in-body" in wanted and args.checkpoint == "torch":
+    torch_only = args.checkpoint.startswith("torch")
+    if "flag-in-body" in wanted and torch_only:
         parser.error("--property flag-in-body reads Megatron's is-checkpointing flag, which torch's checkpoint "
                      "does not set: use --checkpoint megatron or megatron-clearing")
     against_oracle = {"grads-bitwise", "stash-kept", "stash-grads"} & set(wanted)
-    if args.checkpoint != "torch" or USES_TRACKER or against_oracle:
+    if not torch_only or USES_TRACKER or against_oracle:
         need_megatron("Megatron's checkpoint, its RNG tracker, or a comparison with it")
-    eager = run_case(lambda f, distribute, *a: f(*a))
+    eager = run_case(lambda f, distribute, *a, **options: f(*a))
     subject = run_case(checkpoint_function(args.checkpoint))
     oracle = run_case(checkpoint_function("megatron")) if against_oracle else None
     failures = []

@@ -90,6 +90,7 @@ class FeatureWalker {
     out_.insert("max checkpoint depth " + std::to_string(depth + 1));
     if (in_fork) out_.insert("checkpoint inside a tracker fork");
     if (c.distribute) out_.insert("distribute_saved_activations");
+    for (const auto& [name, value] : c.options) out_.insert("call option " + name + "=" + value);
     std::vector<ValueFacts> args;
     std::set<std::string> seen;
     for (size_t a = 0; a < c.args.size(); ++a) {

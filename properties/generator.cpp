@@ -18,6 +18,7 @@ GenOptions options_for(GenOptions options, const CheckpointImplementation& sut) 
   options.device_rng = options.device_rng && sources.device;
   options.tracker_rng = options.tracker_rng && sources.tracker;
   if (!sut.distributes(options.device == "cuda")) options.distribute_one_in = 0;
+  options.call_options = sut.call_options();
   return options;
 }
 

@@ -24,10 +24,13 @@ struct GenOptions {
   // without the tracker there are no tracker draws and no fork ops.
   bool device_rng = true;
   bool tracker_rng = true;
+  // The checkpoint function's own call options, drawn for each checkpoint (a variant's
+  // call_options; none for Megatron's).
+  std::vector<CallOption> call_options;
 };
 
-// `options` narrowed to what `sut` runs: its RNG sources, and no distributing checkpoint if it
-// cannot run one.
+// `options` narrowed to what `sut` runs: its RNG sources, no distributing checkpoint if it cannot
+// run one, and the call options it takes.
 GenOptions options_for(GenOptions options, const CheckpointImplementation& sut);
 
 rc::Gen<Case> gen_case(const GenOptions& options);

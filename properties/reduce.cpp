@@ -187,6 +187,15 @@ Case drop_output(const Case& c, const std::vector<std::size_t>& path, std::size_
   return out;
 }
 
+// Checkpoint `k` at `path` without call option `name`: the function's default.
+Case drop_option(const Case& c, const std::vector<std::size_t>& path, std::size_t k, const std::string& name) {
+  Case o = c;
+  const Located at = locate(o, path);
+  auto* ck = std::get_if<Checkpoint>(&at.segment->ops.at(k));
+  if (ck == nullptr || ck->options.erase(name) == 0) throw Impossible{};
+  return o;
+}
+
 Case drop_leaf(const Case& c, std::size_t j) {
   Case out = c;
   out.leaves.erase(out.leaves.begin() + static_cast<std::ptrdiff_t>(j));
@@ -303,6 +312,17 @@ class Reducer {
       if (at.segment->outputs.size() > 1) {
         for (std::size_t i = at.segment->outputs.size(); i-- > 0;) {
           restarting([p = place.path, i](const Case& from) { return drop_output(from, p, i); });
+        }
+      }
+    }
+    // A checkpoint's call options back to the function's defaults, one at a time.
+    for (const Place& place : places) {
+      const Located at = locate(scratch, place.path);
+      for (std::size_t k = 0; k < at.segment->ops.size(); ++k) {
+        const auto* ck = std::get_if<Checkpoint>(&at.segment->ops[k]);
+        if (ck == nullptr) continue;
+        for (const auto& [name, value] : ck->options) {
+          restarting([p = place.path, k, name = name](const Case& from) { return drop_option(from, p, k, name); });
         }
       }
     }

@@ -29,6 +29,9 @@ bool CaseResult::all_pass() const {
 
 CaseResult check_case(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut,
                       const RunOptions& options, EagerRun eager_run, const ClaimChoice& claims) {
+  // A case that passes a call option either variant does not take is refused before anything runs.
+  check_call_options(c, oracle);
+  check_call_options(c, sut);
   EagerExecution eager;
   // No property reads the eager run's memory or its checkpoint bodies' calls (only the oracle's
   // and the sut's): it runs without the probe (unless a CPU budget needs one) and without
@@ -103,7 +106,7 @@ bool leaf_adopts_returned_gradient(const std::string& variant) {
     kept = inputs;
     return Values{at::tanh(as_tensor(inputs.at(0)))};
   };
-  const Values outputs = checkpoint->apply(body, /*distribute_saved_activations=*/false, {leaf});
+  const Values outputs = checkpoint->apply(body, CallSettings{}, {leaf});
   as_tensor(outputs.at(0)).sum().backward();
   return leaf.grad().defined() && leaf.grad().data_ptr() == returned;
 }

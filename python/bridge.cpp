@@ -13,6 +13,7 @@
 #include <string>
 
 #include <pybind11/embed.h>
+#include <pybind11/stl.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/version.h>
@@ -23,6 +24,7 @@
 #include "embedded/bridge_py.h"
 #include "embedded/loading_py.h"
 #include "embedded/pr_wrapper_py.h"
+#include "embedded/torch_non_reentrant_py.h"
 #include "suts/checkpoint.h"
 #include "core/rng.h"
 #include "core/tensor_parallel.h"
@@ -109,6 +111,73 @@ std::optional<RaisedError> describe_python_exception() {
   }
 }
 
+// A Python exception on its way through recheck's C++ (out of a nested checkpoint's call, then
+// through the body around it): a PythonError for recheck's records that keeps the exception
+// object, so that the body it crosses raises that object again. Made with the GIL held; the
+// object is let go of with the GIL, wherever the error ends.
+class CrossingPythonError : public PythonError {
+ public:
+  explicit CrossingPythonError(const py::error_already_set& error)
+      : PythonError(to_cpp(error)),
+        held_(new Held{error.type(), error.value(), error.trace()}, [](Held* held) {
+          py::gil_scoped_acquire gil;
+          delete held;
+        }) {}
+  // With the GIL held.
+  [[noreturn]] void raise_again() const {
+    PyErr_Restore(held_->type.inc_ref().ptr(), held_->value.inc_ref().ptr(), held_->trace.inc_ref().ptr());
+    throw py::error_already_set();
+  }
+
+ private:
+  struct Held {
+    py::object type, value, trace;
+  };
+  std::shared_ptr<Held> held_;
+};
+
+// An error that ended a body's run, raised in Python. A Python exception that crossed the body
+// (raised by a hook its ops called) is raised again as the same object, so that the code that
+// raised it can catch it: PyTorch's non-reentrant checkpoint stops a recomputation early by
+// raising its own exception from a saved-tensor hook, through the body (and the bodies and calls
+// of checkpoints nested in it), and catching it outside: seen as an empty RuntimeError in
+// backward while it was turned into a new one. Any other error as the Python exception it names. With the GIL held.
+[[noreturn]] void reraise_in_python(const std::exception_ptr& raised) {
+  try {
+    std::rethrow_exception(raised);
+  } catch (python_error& error) {
+    error.persist();  // fetches the exception still pending in this thread, unless it was
+    if (error.type == nullptr) raise_in_python(RaisedError{"RuntimeError", error.what()});
+    error.restore();
+    throw py::error_already_set();
+  } catch (const py::error_already_set&) {
+    throw;
+  } catch (const CrossingPythonError& error) {
+    error.raise_again();
+  } catch (...) {
+    raise_in_python(describe_current_exception());
+  }
+}
+
+// The options a module's functions take with each call: its CALL_OPTIONS, a dict from each
+// option's name to {"values": [...], "only_without_rng": [...]} (python/torch_non_reentrant.py).
+// With the GIL held.
+std::vector<CallOption> read_call_options(const py::object& module) {
+  std::vector<CallOption> options;
+  if (!py::hasattr(module, "CALL_OPTIONS")) return options;
+  for (auto [name, declared] : py::dict(module.attr("CALL_OPTIONS"))) {
+    CallOption option{py::str(name), {}, {}};
+    const py::dict fields = py::reinterpret_borrow<py::dict>(declared);
+    for (py::handle value : fields["values"]) option.values.push_back(py::str(value));
+    if (fields.contains("only_without_rng")) {
+      for (py::handle value : fields["only_without_rng"]) option.only_without_rng.push_back(py::str(value));
+    }
+    if (option.values.empty()) throw std::invalid_argument("CALL_OPTIONS[" + option.name + "] lists no values");
+    options.push_back(std::move(option));
+  }
+  return options;
+}
+
 // A checkpoint body as a Python callable: Python's arguments in, the interpreter run with the
 // GIL released, its outputs back as a tuple.
 struct Body {
@@ -123,14 +192,16 @@ struct Body {
       error = describe_current_exception();
     }
     Values outputs;
+    std::exception_ptr raised;
     if (!error) {
       py::gil_scoped_release release;
       try {
         outputs = run(inputs);
       } catch (...) {
-        error = describe_current_exception();
+        raised = std::current_exception();
       }
     }
+    if (raised) reraise_in_python(raised);
     if (error) raise_in_python(*error);
     py::tuple result(outputs.size());
     for (size_t i = 0; i < outputs.size(); ++i) result[i] = to_python(outputs[i]);
@@ -215,6 +286,12 @@ class Interpreter {
       py::exec(embedded::kLoadingPy, module.attr("__dict__"));
       py::exec(embedded::kPrWrapperPy, module.attr("__dict__"));
       sys.attr("modules")["recheck_bridge"] = module;
+      // The subject torch-checkpoint-non-reentrant's variants (python/torch_non_reentrant.py),
+      // a module of their own that the variant specs name.
+      py::object subject = py::module_::import("types").attr("ModuleType")("recheck_torch_non_reentrant");
+      subject.attr("__file__") = "python/torch_non_reentrant.py (embedded in recheck)";
+      py::exec(embedded::kTorchNonReentrantPy, subject.attr("__dict__"));
+      sys.attr("modules")["recheck_torch_non_reentrant"] = subject;
       bridge_ = py::reinterpret_borrow<py::module_>(module);
     }
     // recheck run forks its workers: the child must find Python's state consistent.
@@ -246,6 +323,7 @@ class PythonCheckpoint : public CheckpointImplementation {
       has_tracker_ = resolved[3].cast<bool>();
       distributes_ = resolved[5].cast<bool>();
       keeps_flag_ = py::hasattr(module_, "IS_CHECKPOINTING");
+      call_options_ = read_call_options(module_);
       code_ = "Python " + std::string(py::str(resolved[4])) + ":" + attr;
       if (clearing) {
         if (style_ != "megatron" || !py::hasattr(function_, "apply") || !py::hasattr(module_, "detach_variable")) {
@@ -307,35 +385,40 @@ class PythonCheckpoint : public CheckpointImplementation {
     return path != nullptr && *path != '\0' ? std::string("PYTHONPATH=") + path : "";
   }
 
-  Values apply(const RunFunction& run_function, bool distribute_saved_activations, const Values& args) override {
+  Values apply(const RunFunction& run_function, const CallSettings& settings, const Values& args) override {
     py::gil_scoped_acquire gil;
     try {
       // Started before the first case where recheck checks cases (check_process_ready); a
       // caller that did not (a test calling check_case) gets one rank here.
-      if (distribute_saved_activations && distributes_ && !tensor_parallel_started_) start_tensor_parallel();
+      if (settings.distribute_saved_activations && distributes_ && !tensor_parallel_started_) start_tensor_parallel();
       py::tuple py_args(args.size());
       for (size_t i = 0; i < args.size(); ++i) py_args[i] = to_python(args[i]);
       py::object body = py::cast(Body{run_function});
       py::object result =
-          Interpreter::get().bridge().attr("call")(function_, style_, body, distribute_saved_activations, py_args);
+          Interpreter::get().bridge().attr("call")(function_, style_, body, settings.distribute_saved_activations, py_args,
+                                                   py::cast(settings.options));
       Values outputs;
       for (py::handle output : result) outputs.push_back(from_python(output));
       return outputs;
     } catch (const py::error_already_set& e) {
-      throw to_cpp(e);
+      throw CrossingPythonError(e);
     }
   }
+
+  std::vector<CallOption> call_options() const override { return call_options_; }
 
   RngSources rng_sources(bool on_cuda) const override {
     // PyTorch's checkpoint stashes the CPU state and the states of the devices its tensor
     // arguments are on: on CPU, not the stand-in. Megatron's manages all three.
-    if (style_ == "torch") return RngSources{true, on_cuda, false};
+    if (style_ != "megatron") return RngSources{true, on_cuda, false};
     return RngSources{true, true, has_tracker_};
   }
 
   ChangeClaims change_claims() const override {
     if (clearing_ || claims_) return ChangeClaims::made;
-    return style_ == "megatron" ? ChangeClaims::like_oracle : ChangeClaims::not_applicable;
+    // A subject's own variants ("function" style) are held to what its oracle does, as
+    // released Megatron code is to the port's.
+    return style_ == "torch" ? ChangeClaims::not_applicable : ChangeClaims::like_oracle;
   }
 
   // Megatron's split and gather, over a torch.distributed group that check_process_ready starts
@@ -426,6 +509,7 @@ class PythonCheckpoint : public CheckpointImplementation {
   py::object function_;
   std::string style_;
   bool has_tracker_ = false;
+  std::vector<CallOption> call_options_;
   bool keeps_flag_ = false;  // the module has Megatron's IS_CHECKPOINTING
   bool distributes_ = false;
   mutable bool tensor_parallel_started_ = false;
@@ -454,8 +538,44 @@ const std::vector<Alias>& aliases() {
       {"megatron-py-clearing", "python-clearing:megatron.core.tensor_parallel.random:CheckpointFunction",
        "the same with the PR's change wrapped around it (recheck's wrapper, not the PR's code)"},
       {"torch-py", "python:torch.utils.checkpoint:checkpoint", "PyTorch's reentrant torch.utils.checkpoint"},
+      // The subject torch-checkpoint-non-reentrant (python/torch_non_reentrant.py).
+      {"torch-nonreentrant", "python:recheck_torch_non_reentrant:released",
+       "PyTorch's torch.utils.checkpoint with use_reentrant=False, as released, with the options each case draws"},
+      {"torch-nonreentrant-early-stop-by-context", "python:recheck_torch_non_reentrant:early_stop_through_context_manager",
+       "equivalent: early_stop set by the set_checkpoint_early_stop context manager instead of the keyword"},
+      {"torch-nonreentrant-policy-as-op-list", "python:recheck_torch_non_reentrant:policy_as_op_list",
+       "equivalent: the selective policy given as the list of ops to save instead of a policy function"},
+      {"torch-nonreentrant-rng-not-preserved", "python:recheck_torch_non_reentrant:rng_not_preserved",
+       "mutant: preserve_rng_state=False always, so the recomputation draws from backward's RNG states"},
+      {"torch-nonreentrant-inputs-detached", "python:recheck_torch_non_reentrant:inputs_detached",
+       "mutant: detaches the tensor arguments before checkpointing them (requires_grad kept)"},
+      {"torch-nonreentrant-recompute-no-grad", "python:recheck_torch_non_reentrant:recompute_without_grad",
+       "mutant: a context_fn whose recomputation context turns grad mode off"},
   };
   return all;
+}
+
+// The second subject: PyTorch's non-reentrant checkpoint, as released and with the variants of
+// python/torch_non_reentrant.py. It is its own oracle: what the released function fails, it fails
+// alike (pre-existing, judged by eager mode); what a mutant fails where it holds is a regression.
+Subject torch_non_reentrant_subject() {
+  Subject subject;
+  subject.name = "torch-checkpoint-non-reentrant";
+  subject.description = "PyTorch's torch.utils.checkpoint.checkpoint(use_reentrant=False), through the Python bridge";
+  subject.change = "torch-nonreentrant";
+  subject.oracle = "torch-nonreentrant";
+  for (const Alias& alias : aliases()) {
+    if (alias.name.rfind("torch-nonreentrant", 0) != 0) continue;
+    const std::string attr = alias.spec.substr(alias.spec.rfind(':') + 1);
+    VariantKind kind = VariantKind::change;
+    if (alias.description.rfind("mutant: ", 0) == 0) kind = VariantKind::mutant;
+    if (alias.description.rfind("equivalent: ", 0) == 0) kind = VariantKind::equivalent;
+    subject.implementations.push_back({alias.name, alias.description, kind,
+                                       kind == VariantKind::mutant ? subject.change : "", "",
+                                       kind == VariantKind::change ? "" : "recheck_torch_non_reentrant." + attr});
+  }
+  subject.make = [](const std::string& name) { return make_checkpoint(name); };
+  return subject;
 }
 
 void register_bridge() {
@@ -463,6 +583,7 @@ void register_bridge() {
   register_checkpoint_factory("python-clearing", make_python);
   register_checkpoint_factory("python-change", make_python);
   for (const Alias& alias : aliases()) register_checkpoint_alias(alias.name, alias.spec);
+  register_subject(torch_non_reentrant_subject());
 }
 
 }  // namespace recheck::python

@@ -117,6 +117,9 @@ def resolve(module_name, attr):
         raise CodeImportError(describe_import_failure(module_name, error, code_folders)) from error
     if not hasattr(module, attr):
         raise AttributeError(f"module {module_name} has no attribute {attr}")
+    # A module declares another calling style itself: "function", called as
+    # function(body, *args, **options) (a subject's variants, python/torch_non_reentrant.py).
+    style = getattr(module, "CHECKPOINT_STYLE", style)
     has_tracker = hasattr(module, "get_cuda_rng_tracker") and hasattr(module, "model_parallel_cuda_manual_seed")
     if has_tracker:
         check_tracker(module)
@@ -384,11 +387,14 @@ def cuda_ready():
     torch.cuda.init()
 
 
-def call(function, style, body, distribute, args):
+def call(function, style, body, distribute, args, options):
     if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
         cuda_ready()
     if style == "torch":
         return as_tuple(function(body, *args, use_reentrant=True))
+    if style == "function":
+        # The call options the module declares (CALL_OPTIONS), as the case drew them.
+        return as_tuple(function(body, *args, **options))
     apply = getattr(function, "apply", None)
     if apply is not None:
         return as_tuple(apply(body, distribute, *args))

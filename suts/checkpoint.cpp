@@ -487,11 +487,10 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
 
 }  // namespace
 
-Values MegatronCheckpoint::apply(const RunFunction& run_function, bool distribute_saved_activations,
-                                 const Values& args) {
+Values MegatronCheckpoint::apply(const RunFunction& run_function, const CallSettings& settings, const Values& args) {
   auto call = c10::make_intrusive<CheckpointCall>();
   call->run_function = run_function;
-  call->distribute_saved_activations = distribute_saved_activations;
+  call->distribute_saved_activations = settings.distribute_saved_activations;
   call->decisions = variant_.decisions;
   call->args = args;
 

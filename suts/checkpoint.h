@@ -115,8 +115,7 @@ class MegatronCheckpoint : public CheckpointImplementation {
  public:
   explicit MegatronCheckpoint(Variant variant) : variant_(std::move(variant)) {}
   std::string name() const override { return variant_.name; }
-  Values apply(const RunFunction& run_function, bool distribute_saved_activations,
-               const Values& args) override;
+  Values apply(const RunFunction& run_function, const CallSettings& settings, const Values& args) override;
 
  private:
   Variant variant_;

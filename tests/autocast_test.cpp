@@ -184,8 +184,8 @@ class LeavesAutocastOn : public MegatronCheckpoint {
  public:
   LeavesAutocastOn() : MegatronCheckpoint(find_variant("clearing")) {}
   std::string name() const override { return "leaves-autocast-on"; }
-  Values apply(const RunFunction& run_function, bool distribute, const Values& args) override {
-    Values outputs = MegatronCheckpoint::apply(run_function, distribute, args);
+  Values apply(const RunFunction& run_function, const CallSettings& settings, const Values& args) override {
+    Values outputs = MegatronCheckpoint::apply(run_function, settings, args);
     compat::set_autocast_state(at::kCPU, {true, at::kBFloat16});
     return outputs;
   }

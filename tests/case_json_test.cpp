@@ -65,6 +65,31 @@ TEST(CaseJson, generated_cases_round_trip_without_loss) {
   }
 }
 
+// A checkpoint function's call options (core/case.h, Checkpoint::options): drawn only for a
+// function that declares them, written and read back, shown, and refused by one that does not
+// take them.
+TEST(CaseJson, call_options_round_trip_and_show_and_only_a_declaring_function_draws_them) {
+  GenOptions options;
+  options.call_options = {CallOption{"early_stop", {"True", "False"}, {}}, CallOption{"policy", {"none", "save"}, {}}};
+  int passing = 0;
+  for (uint64_t seed = 0; seed < 100; ++seed) {
+    const Case c = draw_case(options, seed);
+    const json once = to_json(c);
+    EXPECT_EQ(to_json(case_from_json(once)), once) << "draw seed " << seed;
+    if (once.dump().find("\"options\"") != std::string::npos) ++passing;
+    // Without declared options the same seed draws the case it always drew: no option anywhere.
+    EXPECT_EQ(to_json(draw_case(GenOptions{}, seed)).dump().find("\"options\""), std::string::npos);
+  }
+  EXPECT_GT(passing, 20);
+  json j = minimal();
+  j["root"] = json::parse(R"({"ops": [{"op": "checkpoint", "distribute": false, "options": {"early_stop": "False"},
+    "args": [{"ref": 0}], "body": {"ops": [{"op": "unary", "fn": "tanh", "x": 0}], "outputs": [1]}}], "outputs": [1]})");
+  const Case c = case_from_json(j);
+  EXPECT_NE(show(c).find("checkpoint(distribute=False, early_stop=False, v0)"), std::string::npos) << show(c);
+  j["root"]["ops"][0]["options"] = json::parse(R"({"early_stop": 1})");
+  EXPECT_NE(load_error(j).find("root.ops[0].options.early_stop"), std::string::npos) << load_error(j);
+}
+
 TEST(CaseJson, unknown_version_is_refused) {
   json j = minimal();
   j["version"] = 2;

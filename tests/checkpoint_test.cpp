@@ -66,7 +66,7 @@ TEST_F(CheckpointTest, forward_runs_the_function_once_without_grad_and_returns_i
     return {as_tensor(in[0]) * 2};
   };
   at::Tensor x = leaf({3}, 1);
-  Values out = make_checkpoint("nonclearing")->apply(f, false, {x});
+  Values out = make_checkpoint("nonclearing")->apply(f, CallSettings{}, {x});
   EXPECT_EQ(calls, 1);
   EXPECT_FALSE(grad_mode_inside);
   EXPECT_TRUE(as_tensor(out[0]).equal(x.detach() * 2));
@@ -76,7 +76,7 @@ TEST_F(CheckpointTest, forward_runs_the_function_once_without_grad_and_returns_i
 TEST_F(CheckpointTest, backward_recomputes_with_grad_on_and_matches_eager_gradients) {
   at::Tensor x = leaf({4}, 1), w = leaf({4}, 2);
   at::Tensor xe = x.detach().clone().set_requires_grad(true), we = w.detach().clone().set_requires_grad(true);
-  Values out = make_checkpoint("clearing")->apply(layer(), false, {x, w});
+  Values out = make_checkpoint("clearing")->apply(layer(), CallSettings{}, {x, w});
   torch::autograd::backward({as_tensor(out[0]).sum()});
   torch::autograd::backward({as_tensor(layer()({xe, we})[0]).sum()});
   EXPECT_TRUE(x.grad().equal(xe.grad()));
@@ -86,7 +86,7 @@ TEST_F(CheckpointTest, backward_recomputes_with_grad_on_and_matches_eager_gradie
 TEST_F(CheckpointTest, clearing_resets_grad_of_detached_inputs_after_collecting) {
   std::vector<at::Tensor> seen;  // what the run function received: forward args, then detached inputs
   at::Tensor x = leaf({4}, 1), w = leaf({4}, 2);
-  Values out = make_checkpoint("clearing")->apply(layer(&seen), false, {x, w});
+  Values out = make_checkpoint("clearing")->apply(layer(&seen), CallSettings{}, {x, w});
   torch::autograd::backward({as_tensor(out[0]).sum()});
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_FALSE(seen[1].grad().defined());
@@ -96,7 +96,7 @@ TEST_F(CheckpointTest, clearing_resets_grad_of_detached_inputs_after_collecting)
 TEST_F(CheckpointTest, nonclearing_leaves_grad_on_detached_inputs) {
   std::vector<at::Tensor> seen;
   at::Tensor x = leaf({4}, 1), w = leaf({4}, 2);
-  Values out = make_checkpoint("nonclearing")->apply(layer(&seen), false, {x, w});
+  Values out = make_checkpoint("nonclearing")->apply(layer(&seen), CallSettings{}, {x, w});
   torch::autograd::backward({as_tensor(out[0]).sum()});
   ASSERT_EQ(seen.size(), 2u);
   ASSERT_TRUE(seen[1].grad().defined());
@@ -108,7 +108,7 @@ TEST_F(CheckpointTest, clearing_returns_same_grads_when_input_is_stashed) {
     rng::reset_all(99);
     std::vector<at::Tensor> stash;
     at::Tensor x = leaf({4}, 1), w = leaf({4}, 2);
-    Values out = make_checkpoint(variant)->apply(layer(&stash), false, {x, w});
+    Values out = make_checkpoint(variant)->apply(layer(&stash), CallSettings{}, {x, w});
     torch::autograd::backward({as_tensor(out[0]).sum()});
     return std::make_pair(x.grad(), w.grad());
   };
@@ -130,7 +130,7 @@ TEST_F(CheckpointTest, recompute_draws_the_forward_randomness_and_restores_the_s
     return {as_tensor(in[0]) * cpu_mask * device_mask * tracker_mask};
   };
   at::Tensor x = leaf({8}, 3);
-  Values out = make_checkpoint("clearing")->apply(f, false, {x});
+  Values out = make_checkpoint("clearing")->apply(f, CallSettings{}, {x});
   const rng::Snapshot after_forward = rng::snapshot();
   torch::autograd::backward({as_tensor(out[0]).sum()});
   ASSERT_EQ(masks.size(), 2u);
@@ -146,7 +146,7 @@ TEST_F(CheckpointTest, rng_is_restored_when_recompute_throws) {
     return {as_tensor(in[0]) * 2};
   };
   at::Tensor x = leaf({8}, 3);
-  Values out = make_checkpoint("clearing")->apply(f, false, {x});
+  Values out = make_checkpoint("clearing")->apply(f, CallSettings{}, {x});
   const rng::Snapshot after_forward = rng::snapshot();
   EXPECT_EQ(error_of([&] { torch::autograd::backward({as_tensor(out[0]).sum()}); }).message, "recompute failed");
   EXPECT_EQ(after_forward, rng::snapshot());
@@ -159,7 +159,7 @@ TEST_F(CheckpointTest, flag_is_set_while_forward_runs_and_unset_after_backward) 
     return {as_tensor(in[0]) * 2};
   };
   at::Tensor x = leaf({2}, 1);
-  Values out = make_checkpoint("clearing")->apply(f, false, {x});
+  Values out = make_checkpoint("clearing")->apply(f, CallSettings{}, {x});
   EXPECT_FALSE(is_checkpointing());
   torch::autograd::backward({as_tensor(out[0]).sum()});
   EXPECT_EQ(flags, (std::vector<bool>{true, true}));
@@ -173,7 +173,7 @@ TEST_F(CheckpointTest, non_tensor_argument_raises_type_error_after_the_function_
     return {as_tensor(in[0]) * 2};
   };
   at::Tensor x = leaf({2}, 1);
-  const RaisedError error = error_of([&] { make_checkpoint("clearing")->apply(f, false, {x, int64_t{3}}); });
+  const RaisedError error = error_of([&] { make_checkpoint("clearing")->apply(f, CallSettings{}, {x, int64_t{3}}); });
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(error.type, "TypeError");
   EXPECT_EQ(error.message, "save_for_backward can only save variables, but argument 1 is of type int");
@@ -183,7 +183,7 @@ TEST_F(CheckpointTest, non_tensor_argument_raises_type_error_after_the_function_
 TEST_F(CheckpointTest, non_tensor_argument_is_accepted_when_nothing_requires_grad) {
   RunFunction f = [](const Values& in) -> Values { return {as_tensor(in[0]) * 2, in[1]}; };
   at::Tensor x = at::ones({2});
-  Values out = make_checkpoint("clearing")->apply(f, false, {x, std::string("mode")});
+  Values out = make_checkpoint("clearing")->apply(f, CallSettings{}, {x, std::string("mode")});
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(std::get<std::string>(out[1]), "mode");
 }
@@ -194,7 +194,7 @@ TEST_F(CheckpointTest, none_argument_is_saved_and_gets_no_gradient) {
     return {as_tensor(in[0]) * 3};
   };
   at::Tensor x = leaf({2}, 1);
-  Values out = make_checkpoint("clearing")->apply(f, false, {x, None{}});
+  Values out = make_checkpoint("clearing")->apply(f, CallSettings{}, {x, None{}});
   torch::autograd::backward({as_tensor(out[0]).sum()});
   EXPECT_TRUE(x.grad().equal(at::full({2}, 3.0)));
 }
@@ -203,7 +203,7 @@ TEST_F(CheckpointTest, backward_raises_when_no_recomputed_output_requires_grad) 
   // The output requires grad through the Function, but its recomputation is a constant.
   RunFunction f = [](const Values&) -> Values { return {at::ones({2})}; };
   at::Tensor x = leaf({2}, 1);
-  Values out = make_checkpoint("clearing")->apply(f, false, {x});
+  Values out = make_checkpoint("clearing")->apply(f, CallSettings{}, {x});
   const RaisedError error = error_of([&] { torch::autograd::backward({as_tensor(out[0]).sum()}); });
   EXPECT_EQ(error.type, "ValueError");
   EXPECT_EQ(error.message, "not enough values to unpack (expected 2, got 0)");
@@ -252,7 +252,7 @@ TEST_F(CheckpointTest, a_gradient_of_the_wrong_shape_is_refused_as_python_refuse
 TEST_F(CheckpointTest, outputs_are_numbered_with_the_non_tensors_among_them_as_python_numbers_them) {
   at::Tensor x = at::randn({1, 1});
   RunFunction f = [](const Values& in) -> Values { return {0.5, in.at(0)}; };
-  Values out = make_checkpoint("clearing")->apply(f, false, {x, leaf({1, 1}, 1)});
+  Values out = make_checkpoint("clearing")->apply(f, CallSettings{}, {x, leaf({1, 1}, 1)});
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(std::get<double>(out[0]), 0.5);
   x.mul_(0.5);
@@ -262,7 +262,7 @@ TEST_F(CheckpointTest, outputs_are_numbered_with_the_non_tensors_among_them_as_p
 
 TEST_F(CheckpointTest, grad_call_with_explicit_inputs_is_refused) {
   at::Tensor x = leaf({2}, 1);
-  Values out = make_checkpoint("clearing")->apply(layer(), false, {x, leaf({2}, 2)});
+  Values out = make_checkpoint("clearing")->apply(layer(), CallSettings{}, {x, leaf({2}, 2)});
   const RaisedError error = error_of([&] { torch::autograd::grad({as_tensor(out[0]).sum()}, {x}); });
   EXPECT_EQ(error.type, "RuntimeError");
   EXPECT_EQ(error.message, "Checkpointing is not compatible with .grad(), please use .backward() if possible");
@@ -272,7 +272,7 @@ TEST_F(CheckpointTest, distributed_view_argument_is_refused) {
   at::Tensor base = leaf({2, 3}, 1);
   at::Tensor view = base.narrow(0, 0, 1);
   RunFunction f = [](const Values& in) -> Values { return {as_tensor(in[0]) * 2}; };
-  const RaisedError error = error_of([&] { make_checkpoint("clearing")->apply(f, true, {view}); });
+  const RaisedError error = error_of([&] { make_checkpoint("clearing")->apply(f, CallSettings{true, {}}, {view}); });
   EXPECT_EQ(error.type, "AssertionError");
   EXPECT_NE(error.message.find("Ensure tensor._base is None"), std::string::npos) << error.message;
   EXPECT_NE(error.message.find("torch.Size([2, 3])"), std::string::npos) << error.message;
@@ -283,7 +283,7 @@ TEST_F(CheckpointTest, distributed_view_argument_is_refused) {
 TEST_F(CheckpointTest, distributed_non_contiguous_view_fails_flattening_before_the_view_check) {
   at::Tensor view = leaf({2, 3}, 1).transpose(0, 1);
   RunFunction f = [](const Values& in) -> Values { return {as_tensor(in[0]) * 2}; };
-  const RaisedError error = error_of([&] { make_checkpoint("clearing")->apply(f, true, {view}); });
+  const RaisedError error = error_of([&] { make_checkpoint("clearing")->apply(f, CallSettings{true, {}}, {view}); });
   EXPECT_EQ(error.type, "RuntimeError");
   EXPECT_EQ(error.message.rfind("view size is not compatible with input tensor's size and stride", 0), 0u) << error.message;
 }
@@ -292,7 +292,7 @@ TEST_F(CheckpointTest, distribute_keeps_a_1d_chunk_until_backward_restores_the_s
   at::Tensor x = at::randn({2, 3});
   at::Tensor h = x.clone().set_requires_grad(true);
   RunFunction f = [](const Values& in) -> Values { return {as_tensor(in[0]) * 2}; };
-  Values out = make_checkpoint("clearing")->apply(f, true, {h});
+  Values out = make_checkpoint("clearing")->apply(f, CallSettings{true, {}}, {h});
   EXPECT_EQ(h.sizes(), (at::IntArrayRef{6}));
   torch::autograd::backward({as_tensor(out[0]).sum()});
   EXPECT_EQ(h.sizes(), (at::IntArrayRef{2, 3}));
@@ -313,10 +313,10 @@ TEST_F(CheckpointTest, view_of_a_base_modified_in_place_is_refused_in_backward_a
     return {in.at(0)};
   };
   const auto checkpoint = make_checkpoint("nonclearing");
-  const Values a = checkpoint->apply(first, false, {v0, v1});
+  const Values a = checkpoint->apply(first, CallSettings{}, {v0, v1});
   ASSERT_TRUE(as_tensor(a[0]).is_view());
   Values b;
-  EXPECT_EQ(error_of([&] { b = checkpoint->apply(second, false, {a[0], v0}); }).message, "no error");
+  EXPECT_EQ(error_of([&] { b = checkpoint->apply(second, CallSettings{}, {a[0], v0}); }).message, "no error");
   ASSERT_EQ(b.size(), 1u);
   const RaisedError error = error_of([&] { torch::autograd::backward({as_tensor(b[0]).sum()}); });
   EXPECT_EQ(error.type, "RuntimeError");
@@ -335,14 +335,14 @@ TEST_F(CheckpointTest, backward_fails_on_the_first_saved_tensor_it_cannot_unpack
     at::Tensor v3 = at::randn({1, 1});
     const auto checkpoint = make_checkpoint("nonclearing");
     RunFunction first = [](const Values& in) -> Values { return {in.at(0)}; };
-    const Values a = checkpoint->apply(first, false, {v0, v1});
+    const Values a = checkpoint->apply(first, CallSettings{}, {v0, v1});
     const size_t view_at = view_first ? 0 : 1;
     RunFunction second = [&v0, view_at](const Values& in) -> Values {
       v0.mul_(0.5);
       return {as_tensor(in.at(view_at)) * 1};
     };
     const Values args = view_first ? Values{a[0], v0, v3} : Values{v3, a[0], v0};
-    const Values b = checkpoint->apply(second, false, args);
+    const Values b = checkpoint->apply(second, CallSettings{}, args);
     v3.mul_(2);  // after it was saved
     const RaisedError error = error_of([&] { torch::autograd::backward({as_tensor(b[0]).sum()}); });
     const std::string expected = view_first ? "Output 0 of CheckpointFunctionBackward is a view"

@@ -367,8 +367,8 @@ TEST(MemoryFloor, what_an_earlier_case_left_behind_is_credited_to_no_run) {
 class ReplacesTrackerStates final : public CheckpointImplementation {
  public:
   std::string name() const override { return "replaces-tracker-states"; }
-  Values apply(const RunFunction& run_function, bool distribute, const Values& args) override {
-    Values outputs = inner_->apply(run_function, distribute, args);
+  Values apply(const RunFunction& run_function, const CallSettings& settings, const Values& args) override {
+    Values outputs = inner_->apply(run_function, settings, args);
     auto copies = std::make_shared<rng::StateMap>();
     for (const auto& [state_name, state] : rng::get_cuda_rng_tracker().live_states()) (*copies)[state_name] = state.clone();
     rng::get_cuda_rng_tracker().set_states(copies);
@@ -409,9 +409,9 @@ TEST(MemoryFloor, a_variant_that_replaces_a_tensor_with_an_equal_one_holds_as_mu
 class AllocatesFourBytes final : public CheckpointImplementation {
  public:
   std::string name() const override { return "allocates-four-bytes"; }
-  Values apply(const RunFunction& run_function, bool distribute, const Values& args) override {
+  Values apply(const RunFunction& run_function, const CallSettings& settings, const Values& args) override {
     (void)at::empty({1}, at::kFloat);
-    return inner_->apply(run_function, distribute, args);
+    return inner_->apply(run_function, settings, args);
   }
 
  private:

@@ -1,0 +1,171 @@
+// The second subject, torch-checkpoint-non-reentrant (python/torch_non_reentrant.py, declared in
+// python/bridge.cpp): PyTorch's non-reentrant checkpoint with the call options each case draws,
+// its own equivalent rewrites and mutants, and what the bridge must do for it to run at all (a
+// Python exception that crosses a body keeps its identity; the caller's own tensors, handed to
+// the recomputation as they are, are not recomputation inputs).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/case.h"
+#include "properties/generator.h"
+#include "properties/report.h"
+#include "python/bridge.h"
+#include "suts/checkpoint.h"
+#include "suts/subject.h"
+#include "tests/paths.h"
+
+namespace recheck {
+namespace {
+
+const Subject& subject() {
+  python::register_bridge();
+  return find_subject("torch-checkpoint-non-reentrant");
+}
+
+// Every checkpoint op of a segment, nested ones too.
+void collect_checkpoints(const Segment& segment, std::vector<const Checkpoint*>& out) {
+  for (const Op& op : segment.ops) {
+    if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) out.push_back(checkpoint);
+    if (const Segment* body = op_body(op)) collect_checkpoints(*body, out);
+  }
+}
+
+bool draws_random_numbers(const Segment& segment) {
+  for (const Op& op : segment.ops) {
+    if (std::holds_alternative<Random>(op)) return true;
+    if (const Segment* body = op_body(op); body && draws_random_numbers(*body)) return true;
+  }
+  return false;
+}
+
+// The first draw seed from `first` on (at most `cases`) where `sut` raises an alarm against
+// `oracle`; 0 when none does.
+uint64_t first_alarm(CheckpointImplementation& oracle, CheckpointImplementation& sut, uint64_t first, int cases) {
+  const GenOptions options = options_for(GenOptions{}, oracle);
+  for (int i = 0; i < cases; ++i) {
+    const uint64_t seed = first + static_cast<uint64_t>(i);
+    if (check_case(draw_case(options, seed), oracle, sut).has_alarm()) return seed;
+  }
+  return 0;
+}
+
+TEST(TorchNonReentrant, the_subject_declares_its_implementations_and_the_options_a_call_takes) {
+  const Subject& s = subject();
+  EXPECT_EQ(s.change, "torch-nonreentrant");
+  EXPECT_EQ(s.oracle, "torch-nonreentrant");
+  EXPECT_GE(s.of_kind(VariantKind::mutant).size(), 3u);
+  EXPECT_GE(s.of_kind(VariantKind::equivalent).size(), 1u);
+  for (const SubjectImplementation* mutant : s.of_kind(VariantKind::mutant)) EXPECT_EQ(mutant->made_from, s.change);
+  std::map<std::string, std::vector<std::string>> declared;
+  for (const CallOption& option : s.make(s.change)->call_options()) declared[option.name] = option.values;
+  EXPECT_EQ(declared["preserve_rng_state"], (std::vector<std::string>{"True", "False"}));
+  EXPECT_EQ(declared["early_stop"], (std::vector<std::string>{"True", "False"}));
+  EXPECT_EQ(declared["determinism_check"], (std::vector<std::string>{"default", "none"}));
+  EXPECT_EQ(declared["policy"], (std::vector<std::string>{"none", "save_matmuls"}));
+}
+
+TEST(TorchNonReentrant, generated_cases_draw_every_option_and_preserve_rng_state_false_only_without_random_draws) {
+  auto released = subject().make(subject().change);
+  const GenOptions options = options_for(GenOptions{}, *released);
+  std::map<std::string, int> non_default;
+  int checkpoints = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    const Case c = draw_case(options, seed);
+    std::vector<const Checkpoint*> found;
+    collect_checkpoints(c.root, found);
+    for (const Checkpoint* checkpoint : found) {
+      ++checkpoints;
+      for (const auto& [name, value] : checkpoint->options) ++non_default[name + "=" + value];
+      const auto rng = checkpoint->options.find("preserve_rng_state");
+      if (rng != checkpoint->options.end()) {
+        EXPECT_FALSE(draws_random_numbers(*checkpoint->body)) << "preserve_rng_state=False around random draws, seed " << seed;
+      }
+    }
+    // What the case passes, the variant takes.
+    EXPECT_NO_THROW(check_call_options(c, *released));
+  }
+  ASSERT_GT(checkpoints, 100);
+  for (const char* value : {"preserve_rng_state=False", "early_stop=False", "determinism_check=none", "policy=save_matmuls"}) {
+    EXPECT_GT(non_default[value], checkpoints / 20) << value;
+  }
+}
+
+TEST(TorchNonReentrant, a_case_passing_options_is_refused_by_a_function_that_takes_none) {
+  auto released = subject().make(subject().change);
+  Case c;
+  for (uint64_t seed = 1; seed < 100 && c.root.ops.empty(); ++seed) {
+    const Case drawn = draw_case(options_for(GenOptions{}, *released), seed);
+    std::vector<const Checkpoint*> found;
+    collect_checkpoints(drawn.root, found);
+    for (const Checkpoint* checkpoint : found) {
+      if (!checkpoint->options.empty()) c = drawn;
+    }
+  }
+  ASSERT_FALSE(c.root.ops.empty()) << "no generated case passes an option";
+  auto port = make_checkpoint("nonclearing");
+  try {
+    check_call_options(c, *port);
+    ADD_FAILURE() << "the port took a case that passes options";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("which nonclearing does not take"), std::string::npos) << error.what();
+  }
+  // And check_case refuses it before running anything.
+  EXPECT_THROW(check_case(c, *port, *port), std::invalid_argument);
+}
+
+// A trivial checkpoint (matrix product, square): before the bridge kept a Python exception's
+// identity across the body, PyTorch's early stop (an exception its saved-tensor hook raises
+// through the body and catches outside) arrived as an empty RuntimeError in every backward; and
+// before the caller's own tensors were told from recomputation inputs, the leaves lost their
+// .grad to the harness.
+TEST(TorchNonReentrant, a_plain_checkpoint_runs_backward_and_keeps_the_caller_s_gradients) {
+  auto released = subject().make(subject().change);
+  auto oracle = subject().make(subject().oracle);
+  Case c;
+  Leaf x, w;
+  x.shape = {4, 3};
+  w.shape = {3, 3};
+  c.leaves = {x, w};
+  Checkpoint checkpoint;
+  checkpoint.args = {Ref{0}, Ref{1}};
+  Segment body;
+  body.ops = {Matmul{0, 1}, Unary{Unary::Fn::square, 2}};
+  body.outputs = {3};
+  checkpoint.body = Box<Segment>(std::move(body));
+  c.root.ops.push_back(std::move(checkpoint));
+  c.root.outputs = {2};
+  const CaseResult result = check_case(c, *oracle, *released, RunOptions{}, EagerRun::always);
+  for (const PropertyResult& r : result.results) {
+    EXPECT_EQ(r.classification, Classification::pass) << r.property << ": " << describe_results(result.results);
+  }
+}
+
+TEST(TorchNonReentrant, its_mutants_are_killed) {
+  const Subject& s = subject();
+  auto oracle = s.make(s.oracle);
+  for (const SubjectImplementation* mutant : s.of_kind(VariantKind::mutant)) {
+    auto sut = s.make(mutant->name);
+    EXPECT_NE(first_alarm(*oracle, *sut, 1, 300), 0u) << mutant->name << " survived 300 cases";
+  }
+}
+
+TEST(TorchNonReentrant, its_equivalent_rewrites_raise_no_alarm) {
+  const Subject& s = subject();
+  auto oracle = s.make(s.oracle);
+  for (const SubjectImplementation* equivalent : s.of_kind(VariantKind::equivalent)) {
+    auto sut = s.make(equivalent->name);
+    EXPECT_EQ(first_alarm(*oracle, *sut, 1, 150), 0u) << equivalent->name;
+  }
+}
+
+}  // namespace
+}  // namespace recheck
