@@ -2,6 +2,7 @@
 // classification of verdict pairs.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -384,6 +385,63 @@ TEST(Generated, eager_mode_skipped_when_sut_and_oracle_agree_loses_no_alarm) {
   EXPECT_GT(skipped, 100);
   EXPECT_GT(ran, 20);
   EXPECT_GT(alarms, 10);
+}
+
+// The eager-agreement shortcut is derived from what the properties that read eager mode's run
+// declare they read (properties/properties.cpp, eager_reads). Held here from the other side: a
+// run changed in any one thing it records, wherever that change moves one of those properties'
+// verdicts, no longer agrees with the run it was copied from; and a change in something none of
+// them reads (what a body stashed) leaves the two agreeing.
+TEST(Generated, agreement_for_eager_covers_everything_a_property_reading_eager_mode_reads) {
+  EagerExecution eager_impl;
+  auto oracle = make_checkpoint("nonclearing");
+  const auto bump = [](at::Tensor& t) {
+    if (t.defined() && t.is_floating_point() && t.numel() > 0) t = t.clone().add_(1);
+  };
+  using Change = std::function<void(Observations&)>;
+  const std::vector<std::pair<std::string, Change>> changes = {
+      {"an output", [&](Observations& o) { for (auto& t : o.iterations.at(0).outputs) bump(t); }},
+      {"the loss", [&](Observations& o) { bump(o.iterations.at(0).loss); }},
+      {"a leaf's .grad", [&](Observations& o) { for (auto& t : o.iterations.at(0).leaf_grads) bump(t); }},
+      {"a leaf's data", [&](Observations& o) { for (auto& t : o.iterations.at(0).leaf_data) bump(t); }},
+      {"the CPU generator", [](Observations& o) { o.iterations.at(0).rng.cpu.at(0) ^= 1; }},
+      {"a tracker state the run seeded", [](Observations& o) { o.tracker_seeded["a-pull-request-s-own"] = {1}; }},
+      {"the is-checkpointing flag", [](Observations& o) { o.iterations.at(0).checkpointing_flag ^= true; }},
+      {"the autocast state", [](Observations& o) { o.iterations.at(0).autocast.cpu.enabled ^= true; }},
+      {"an error's message", [](Observations& o) {
+         for (auto& r : o.iterations) {
+           if (r.error) r.error->error.message += " (changed)";
+         }
+       }},
+  };
+  std::map<std::string, int> moved;
+  for (uint64_t seed = 700; seed < 760; ++seed) {
+    const Case c = draw_case(GenOptions{}, seed);
+    const Observations eager = run_case(c, eager_impl);
+    const Observations a = run_case(c, *oracle);
+    if (a.iterations.empty()) continue;
+    ASSERT_TRUE(agree_for_eager(a, a));
+    for (const auto& [what, change] : changes) {
+      Observations b = a;
+      change(b);
+      bool verdict_moved = false;
+      for (const Property& p : properties()) {
+        if (!p.reads_eager) continue;
+        const Verdict va = p.check(a, Runs{eager, a});
+        const Verdict vb = p.check(b, Runs{eager, a});
+        verdict_moved = verdict_moved || va.holds != vb.holds || va.describe() != vb.describe();
+      }
+      moved[what] += verdict_moved;
+      if (verdict_moved) {
+        EXPECT_FALSE(agree_for_eager(a, b)) << what << " changed, draw seed " << seed;
+      }
+    }
+    Observations b = a;
+    b.iterations.at(0).stashed.clear();
+    EXPECT_TRUE(agree_for_eager(a, b)) << "what a body stashed is read by no property of eager mode's, seed " << seed;
+  }
+  // Each change moved some verdict somewhere: the test reached every field it names.
+  for (const auto& [what, change] : changes) EXPECT_GT(moved[what], 0) << what;
 }
 
 TEST(Generated, cases_nest_checkpoints_as_deep_as_allowed_and_no_deeper) {
