@@ -39,11 +39,25 @@ def count_logs_of(package):
     _counted_loggers.add(package)
 
 
+def _count_unraisable(unraisable):
+    """An exception Python ignores (raised in a finalizer: PyTorch's non-reentrant checkpoint
+    pops its saved-tensor hooks when a generator left suspended by an error is collected, and
+    can trip an internal assert there), counted like a log record instead of printed with its
+    traceback, the object named without its address."""
+    where = getattr(unraisable.object, "__qualname__", type(unraisable.object).__name__)
+    message = str(unraisable.exc_value).strip().splitlines()
+    _recheck.count_logged(f"exception Python ignored in {where}: {unraisable.exc_type.__name__}: "
+                          f"{message[0] if message else ''}")
+
+
 def _count_what_python_logs():
+    import sys
+
     count_logs_of("megatron")
     # Every warning a case's Python code raises is counted, not only the first from each place.
     warnings.showwarning = _count_warning
     warnings.simplefilter("always")
+    sys.unraisablehook = _count_unraisable
 
 
 _count_what_python_logs()

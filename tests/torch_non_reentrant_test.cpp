@@ -22,6 +22,7 @@
 #include "suts/checkpoint.h"
 #include "suts/subject.h"
 #include "tests/paths.h"
+#include "tests/shell.h"
 
 namespace recheck {
 namespace {
@@ -165,6 +166,24 @@ TEST(TorchNonReentrant, its_equivalent_rewrites_raise_no_alarm) {
     auto sut = s.make(equivalent->name);
     EXPECT_EQ(first_alarm(*oracle, *sut, 1, 150), 0u) << equivalent->name;
   }
+}
+
+// PyTorch's internal assert when a nested checkpoint's body raises in a recomputation
+// (docs/findings-and-figures.md) is an exception Python ignores: counted and listed once at the
+// end of the run, with the object it was raised in, not printed with its traceback as it comes.
+TEST(TorchNonReentrant, an_exception_python_ignores_is_counted_and_listed_at_the_end) {
+  const test_shell::Result run = test_shell::run_shell(
+      std::string(test_paths::recheck_binary()) + " run --quiet --subject torch-checkpoint-non-reentrant --seed 112 --cases 1 --out " +
+      ::testing::TempDir() + "/unraisable-findings 2>&1");
+  const std::string& output = run.output;
+  const size_t summary = output.find("logged by the code under test: ");
+  ASSERT_NE(summary, std::string::npos) << output;
+  EXPECT_NE(output.find("exception Python ignored in _checkpoint_without_reentrant_generator: RuntimeError: "
+                        "is_initialized && !tls.stack.empty() INTERNAL ASSERT FAILED",
+                        summary),
+            std::string::npos)
+      << output;
+  EXPECT_EQ(output.find("Traceback"), std::string::npos) << output;
 }
 
 }  // namespace
