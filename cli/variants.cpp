@@ -1,5 +1,8 @@
 // recheck variants: list the checkpoint variants --sut and --oracle accept.
+#include <exception>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "suts/checkpoint.h"
@@ -18,12 +21,35 @@ under test, suts/subject.h) after a line naming it, then the Python ones.
   --subject NAME    only this subject's variants
 )";
 
+// The options the subject's function takes with each call, as the generator draws them, when it
+// declares any: "# call options drawn per checkpoint: early_stop True|False; ...".
+void print_call_options(const Subject& subject) {
+  std::vector<CallOption> options;
+  try {
+    options = subject.make(subject.change)->call_options();
+  } catch (const std::exception& error) {
+    std::cout << "# call options: not read (" << error.what() << ")\n";
+    return;
+  }
+  if (options.empty()) return;
+  std::cout << "# call options drawn per checkpoint (the first value is the default):";
+  const char* separator = " ";
+  for (const CallOption& option : options) {
+    std::cout << separator << option.name << " ";
+    for (size_t i = 0; i < option.values.size(); ++i) std::cout << (i ? "|" : "") << option.values[i];
+    for (const std::string& value : option.only_without_rng) std::cout << " (" << value << " only for a body without random draws)";
+    separator = "; ";
+  }
+  std::cout << "\n";
+}
+
 int command_variants(const Args& args) {
   const bool one = args.has("subject");
   for (const Subject& subject : subjects()) {
     if (one && &subject != &subject_option(args)) continue;
     std::cout << "# subject " << subject.name << ": " << subject.description << " (run checks " << subject.change
               << " against " << subject.oracle << ")\n";
+    print_call_options(subject);
     for (const SubjectImplementation& v : subject.implementations) {
       std::cout << v.name << "\t" << v.description;
       if (!v.differs_by.empty()) std::cout << "\t[" << (v.made_from.empty() ? subject.change : v.made_from) << " with " << v.differs_by << "]";

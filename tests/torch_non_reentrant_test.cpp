@@ -168,6 +168,16 @@ TEST(TorchNonReentrant, its_equivalent_rewrites_raise_no_alarm) {
   }
 }
 
+// recheck variants says what each case may pass, and only for the subject that takes options.
+TEST(TorchNonReentrant, recheck_variants_lists_the_call_options_it_draws) {
+  const test_shell::Result run = test_shell::run_shell(std::string(test_paths::recheck_binary()) + " variants 2>&1");
+  EXPECT_NE(run.output.find("# call options drawn per checkpoint (the first value is the default): preserve_rng_state "
+                            "True|False (False only for a body without random draws); early_stop True|False"),
+            std::string::npos)
+      << run.output;
+  EXPECT_EQ(run.output.find("# call options"), run.output.rfind("# call options")) << run.output;
+}
+
 // PyTorch's internal assert when a nested checkpoint's body raises in a recomputation
 // (docs/findings-and-figures.md) is an exception Python ignores: counted and listed once at the
 // end of the run, with the object it was raised in, not printed with its traceback as it comes.
