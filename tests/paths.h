@@ -1,6 +1,6 @@
 // Where a test finds the source tree and the built programs. The paths live in one small
 // generated translation unit per test program (CMakeLists.txt: recheck_test_paths), not in the
-// test sources' compile commands: a command line naming /work/main/build/recheck differs in a
+// test sources' compile commands: a command line naming the build folder (CHECKOUT/build/recheck) differs in a
 // clone elsewhere, and ccache would then miss every test source there (CI builds a fresh clone).
 #pragma once
 
