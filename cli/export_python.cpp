@@ -22,9 +22,11 @@ Megatron's function or a case that forks its RNG tracker.
 options:
   --checkpoint C    megatron, megatron-clearing (recheck's wrapper of the PR's change), torch
                     (reentrant) or torch-non-reentrant (with the options each checkpoint passes)
-                    (default: from the case's first failing expectation's variant, else megatron)
+                    (default: as the subject that declares the case's first failing
+                    expectation's variant calls it, else megatron)
   --property NAME   the property asserted (default: the case's first failing expectation's);
-                    every property but memory-floor, which needs recheck's counting allocator
+                    every property but the memory ones (memory-floor, memory-eager-floor,
+                    no-extra-allocations), which need recheck's counting allocator
   --out FILE        write there (atomically) instead of standard output
   --limits, --bytes, --device   as for show
 )";
@@ -39,21 +41,20 @@ int command_export_python(const Args& args) {
   ExportOptions options;
   const Expectation* failing = nullptr;
   for (const Expectation& e : c.expect) {
-    if (e.classification != "pass" && e.classification != kNoAlarm && e.property != "memory-floor" &&
-        e.property != kAnyProperty) {
+    if (e.classification != "pass" && e.classification != kNoAlarm && e.property != kAnyProperty &&
+        exportable(e.property)) {
       failing = &e;
       break;
     }
   }
   if (failing) {
     options.property = failing->property;
-    if (failing->sut.find("torch_non_reentrant") != std::string::npos ||
-        failing->sut.find("torch-nonreentrant") != std::string::npos) {
-      options.checkpoint = "torch-non-reentrant";
-    } else if (failing->sut.find("torch") != std::string::npos) {
-      options.checkpoint = "torch";
-    }
-    else if (failing->sut.find("clearing") != std::string::npos) options.checkpoint = "megatron-clearing";
+    // How the subject that declares the variant says its function is called; a Python function
+    // no subject declares is torch's reentrant checkpoint or a Megatron-style one.
+    const Subject* subject = subject_declaring(failing->sut);
+    const bool torch_reentrant = resolve_checkpoint_alias(failing->sut).find("torch.utils.checkpoint") != std::string::npos;
+    if (subject != nullptr) options.checkpoint = subject->exported_as(failing->sut);
+    else options.checkpoint = torch_reentrant ? "torch" : default_subject().exported_as(failing->sut);
   } else if (!args.has("property")) {
     throw UsageError("export-python: " + args.positional()[0] + " records no failing property: say which with --property");
   }

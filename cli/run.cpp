@@ -147,6 +147,7 @@ int command_run(const Args& args) {
 
   runner::stop_on_interrupt();
   Summary summary;
+  summary.checks(sut->name());
   for (const auto& [property, reason] : not_checked) summary.not_checked(property, reason);
   json findings = json::array();
   std::map<std::string, int> written_per_kind;

@@ -17,7 +17,8 @@ namespace {
 const char* kVariantsHelp = R"(usage: recheck variants [--subject NAME]
 
 Lists the checkpoint variants --sut and --oracle accept: each subject's (one checkpoint function
-under test, suts/subject.h) after a line naming it, then the Python ones.
+under test, suts/subject.h) after a line naming it and one listing the properties its checks
+report, then the Python ones.
   --subject NAME    only this subject's variants
 )";
 
@@ -49,6 +50,9 @@ int command_variants(const Args& args) {
     if (one && &subject != &subject_option(args)) continue;
     std::cout << "# subject " << subject.name << ": " << subject.description << " (run checks " << subject.change
               << " against " << subject.oracle << ")\n";
+    std::cout << "# properties:";
+    for (size_t i = 0; i < subject.properties.size(); ++i) std::cout << (i ? ", " : " ") << subject.properties[i];
+    std::cout << "\n";
     print_call_options(subject);
     for (const SubjectImplementation& v : subject.implementations) {
       std::cout << v.name << "\t" << v.description;

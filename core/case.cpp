@@ -87,6 +87,14 @@ const Segment* op_body(const Op& op) {
   return nullptr;
 }
 
+bool any_op(const Segment& segment, const std::function<bool(const Op&)>& predicate) {
+  for (const Op& op : segment.ops) {
+    if (predicate(op)) return true;
+    if (const Segment* body = op_body(op); body != nullptr && any_op(*body, predicate)) return true;
+  }
+  return false;
+}
+
 int segment_value_count(const Segment& segment, int input_count) {
   int count = input_count;
   for (const Op& op : segment.ops) count += op_output_count(op);

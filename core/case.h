@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -203,6 +204,8 @@ const char* op_name(const Op& op);
 std::vector<int> op_inputs(const Op& op);  // value numbers read (checkpoint: its Ref args)
 int op_output_count(const Op& op);
 const Segment* op_body(const Op& op);  // a checkpoint's or fork's body; null for other ops
+// Whether `predicate` holds for an op of `segment` or of any body it nests, at any depth.
+bool any_op(const Segment& segment, const std::function<bool(const Op&)>& predicate);
 int segment_value_count(const Segment& segment, int input_count);
 
 // ---- text and JSON -----------------------------------------------------------------------

@@ -62,11 +62,10 @@ void register_checkpoint_alias(const std::string& alias, const std::string& name
 namespace {
 
 bool passes_options(const Segment& segment) {
-  for (const Op& op : segment.ops) {
-    if (const auto* checkpoint = std::get_if<Checkpoint>(&op); checkpoint && !checkpoint->options.empty()) return true;
-    if (const Segment* body = op_body(op); body && passes_options(*body)) return true;
-  }
-  return false;
+  return any_op(segment, [](const Op& op) {
+    const auto* checkpoint = std::get_if<Checkpoint>(&op);
+    return checkpoint != nullptr && !checkpoint->options.empty();
+  });
 }
 
 void check_call_options(const Segment& segment, const std::string& path, const CheckpointImplementation& implementation,

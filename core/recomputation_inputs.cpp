@@ -70,6 +70,19 @@ void RecomputationInputs::mark_when_backward_returns(const Values& outputs, cons
   }
 }
 
+namespace {
+
+// `.grad` of a watched input; undefined, and without autograd's warning about reading it, for a
+// tensor whose .grad autograd never fills (a non-leaf that does not retain it: a nested
+// checkpoint's argument computed in the recomputation of the one around it, under PyTorch's
+// non-reentrant checkpoint, which hands its recomputation such tensors as they are).
+at::Tensor grad_of(const at::Tensor& input) {
+  if (!input.is_leaf() && !input.retains_grad()) return at::Tensor();
+  return input.grad();
+}
+
+}  // namespace
+
 std::vector<std::string> RecomputationInputs::holding_grad(bool returned_only) const {
   std::vector<std::string> held;
   for (const Watched& w : watched_) {
@@ -77,7 +90,7 @@ std::vector<std::string> RecomputationInputs::holding_grad(bool returned_only) c
     auto impl = w.input.lock();
     if (!impl) continue;
     const at::Tensor input(std::move(impl));
-    const at::Tensor& grad = input.grad();
+    const at::Tensor grad = grad_of(input);
     if (!grad.defined()) continue;
     held.push_back(w.where + ": .grad of " + std::to_string(grad.storage().nbytes()) + " bytes");
   }
@@ -90,7 +103,7 @@ std::vector<AliveInput> RecomputationInputs::alive(const std::vector<std::pair<s
     auto impl = w.input.lock();
     if (!impl) continue;
     const at::Tensor input(std::move(impl));
-    const at::Tensor& grad = input.grad();
+    const at::Tensor grad = grad_of(input);
     alive.push_back(AliveInput{w.where, static_cast<int64_t>(input.storage().nbytes()),
                                grad.defined() ? static_cast<int64_t>(grad.storage().nbytes()) : 0,
                                who_holds(input, stashes)});
@@ -107,7 +120,7 @@ std::vector<std::string> RecomputationInputs::gradients_held_elsewhere(const std
     auto impl = w.input.lock();
     if (!impl) continue;
     const at::Tensor input(std::move(impl));
-    if (input.grad().defined()) accounted.insert(input.grad().storage().unsafeGetStorageImpl());
+    if (const at::Tensor grad = grad_of(input); grad.defined()) accounted.insert(grad.storage().unsafeGetStorageImpl());
   }
   std::vector<std::string> held;
   for (const Produced& p : *produced_) {
@@ -124,8 +137,8 @@ int64_t RecomputationInputs::release_grads() {
     auto impl = w.input.lock();
     if (!impl) continue;
     const at::Tensor input(std::move(impl));
+    if (!grad_of(input).defined()) continue;
     at::Tensor& grad = input.mutable_grad();
-    if (!grad.defined()) continue;
     grad.reset();
     ++released;
   }

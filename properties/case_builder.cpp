@@ -36,11 +36,7 @@ bool is_float_tensor(const ValueInfo& v) {
 
 // Whether a segment draws random numbers, in itself or in anything it nests.
 bool draws_random_numbers(const Segment& segment) {
-  for (const Op& op : segment.ops) {
-    if (std::holds_alternative<Random>(op)) return true;
-    if (const Segment* body = op_body(op); body && draws_random_numbers(*body)) return true;
-  }
-  return false;
+  return any_op(segment, [](const Op& op) { return std::holds_alternative<Random>(op); });
 }
 
 class SegmentBuilder {

@@ -15,11 +15,7 @@ using namespace choices;
 namespace {
 
 bool raises(const Segment& segment) {
-  for (const Op& op : segment.ops) {
-    if (std::holds_alternative<Raise>(op)) return true;
-    if (const Segment* body = op_body(op); body != nullptr && raises(*body)) return true;
-  }
-  return false;
+  return any_op(segment, [](const Op& op) { return std::holds_alternative<Raise>(op); });
 }
 
 void raise_in_first_iteration_only(Segment& segment) {
@@ -50,11 +46,7 @@ void wrap_in_autocast(Segment& segment, int input_count, bool enabled, const std
 }
 
 bool contains_checkpoint(const Segment& segment) {
-  for (const Op& op : segment.ops) {
-    if (std::holds_alternative<Checkpoint>(op)) return true;
-    if (const Segment* body = op_body(op); body != nullptr && contains_checkpoint(*body)) return true;
-  }
-  return false;
+  return any_op(segment, [](const Op& op) { return std::holds_alternative<Checkpoint>(op); });
 }
 
 // Every checkpoint body of `segment`, outermost first, with its input count.

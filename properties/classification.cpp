@@ -7,6 +7,7 @@
 
 #include "properties/properties.h"
 #include "properties/body_state.h"
+#include "suts/subject.h"
 
 namespace recheck {
 
@@ -233,7 +234,9 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
   // Without an eager run, the properties that read it are skipped, never handed this one.
   const Runs runs{eager ? *eager : oracle, oracle};
   std::vector<PropertyResult> results;
+  const Subject& subject = subject_for(sut.implementation);
   for (const Property& p : properties()) {
+    if (!subject.applies(p.name)) continue;  // not part of its subject's suite: not reported at all
     const CodeChecked code{oracle.code, sut.code, sut.implementation, oracle.keeps_checkpointing_flag,
                            sut.keeps_checkpointing_flag};
     if (!not_checked_because(p, claims, choice, code).empty()) continue;

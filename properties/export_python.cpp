@@ -206,15 +206,20 @@ class SegmentWriter {
 };
 
 bool uses_tracker(const Segment& segment) {
-  for (const Op& op : segment.ops) {
-    if (std::holds_alternative<Fork>(op)) return true;
-    if (const auto* r = std::get_if<Random>(&op); r && r->source == RngSource::tracker) return true;
-    if (const Segment* body = op_body(op); body && uses_tracker(*body)) return true;
-  }
-  return false;
+  return any_op(segment, [](const Op& op) {
+    const auto* r = std::get_if<Random>(&op);
+    return std::holds_alternative<Fork>(op) || (r != nullptr && r->source == RngSource::tracker);
+  });
 }
 
 }  // namespace
+
+bool exportable(const std::string& property) {
+  for (const char* p : kProperties) {
+    if (property == p) return true;
+  }
+  return false;
+}
 
 std::string export_python(const Case& c, const ExportOptions& options) {
   if (options.checkpoint != "megatron" && options.checkpoint != "megatron-clearing" && options.checkpoint != "torch" &&
@@ -237,7 +242,7 @@ std::string export_python(const Case& c, const ExportOptions& options) {
     begin = comma + 1;
   }
   if (!known) {
-    throw std::invalid_argument("--property: expected one of " + names + " (memory-floor needs recheck itself), got '" +
+    throw std::invalid_argument("--property: expected one of " + names + " (the memory properties need recheck's counting allocator), got '" +
                                 options.property + "'");
   }
 

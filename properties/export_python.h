@@ -12,12 +12,17 @@
 namespace recheck {
 
 struct ExportOptions {
-  // megatron, megatron-clearing or torch: the script's default (it takes --checkpoint too).
+  // megatron, megatron-clearing, torch or torch-non-reentrant (a subject's exported_as): the
+  // script's default (it takes --checkpoint too).
   std::string checkpoint = "megatron";
   // The property the script asserts (its --property overrides): one of the properties recheck
   // checks, except memory-floor, which needs recheck's counting allocator.
   std::string property = "outputs-bitwise";
 };
+
+// Whether a script can assert `property` with torch alone: every property but the memory ones
+// (memory-floor, memory-eager-floor, no-extra-allocations), which need recheck's counting allocator.
+bool exportable(const std::string& property);
 
 // Throws std::invalid_argument for an unknown checkpoint or property.
 std::string export_python(const Case& c, const ExportOptions& options);

@@ -383,7 +383,7 @@ def check(prop, subject, eager, oracle):
 
 def non_reentrant_keywords(options):
     """torch.utils.checkpoint.checkpoint's keywords for a case's call options, as recheck's
-    subject torch-checkpoint-non-reentrant passes them (recheck's python/torch_non_reentrant.py)."""
+    subject torch-checkpoint-non-reentrant passes them (recheck's python/torch_non_reentrant/variants.py)."""
     import functools
     import torch.utils.checkpoint as checkpointing
     keywords = {"use_reentrant": False,

@@ -9,6 +9,7 @@
 
 #include "properties/body_state.h"
 #include "properties/records.h"
+#include "suts/subject.h"
 
 namespace recheck {
 
@@ -361,6 +362,40 @@ Verdict memory_floor(const Observations& subject, const Runs& runs) {
   return Verdict::pass();
 }
 
+// Whether a stash kept, past iteration `i`, a tensor with a graph (one that requires grad and is
+// no leaf). That graph lives on with what its nodes saved: under a checkpoint whose outputs no
+// backward reached, the checkpoint's saved inputs and RNG states, where eager mode's graph keeps
+// activations; the two floors then measure different things.
+bool keeps_a_graph(const Observations& run, size_t i) {
+  for (const StashRecord& stash : run.iterations[i].stashed) {
+    if (stash.tensor && stash.requires_grad && !stash.is_leaf) return true;
+  }
+  return false;
+}
+
+// After each iteration, no more held than eager mode holds after it: whatever checkpointing
+// stored, recomputed or collected is let go once the iteration's graph is, so the floor is what
+// the same ops leave without a checkpoint (leaves, their .grad, what bodies stash). To the byte,
+// as memory-floor measures. Not compared after an iteration where a stash keeps a graph alive in
+// either run (keeps_a_graph). A subject whose function may keep more says so by not listing it.
+Verdict memory_eager_floor(const Observations& subject, const Runs& runs) {
+  const Observations& eager = runs.eager;
+  for (size_t i = 0; i < common_iterations(subject, eager); ++i) {
+    const MemoryRecord& s = subject.iterations[i].memory;
+    const MemoryRecord& e = eager.iterations[i].memory;
+    if (!s.measured || !e.measured || s.floor <= e.floor) continue;
+    if (keeps_a_graph(subject, i) || keeps_a_graph(eager, i)) continue;
+    std::string alive;
+    for (const AliveInput& input : subject.iterations[i].alive_inputs) {
+      alive += (alive.empty() ? "; recomputation inputs alive: " : "; ") + input.describe();
+    }
+    return Verdict::fail_in(i, "after " + at_iteration(i), std::nullopt,
+                            "floor " + std::to_string(s.floor) + " bytes, " + bytes(s.floor - e.floor) +
+                                " above eager mode's " + std::to_string(e.floor) + alive);
+  }
+  return Verdict::pass();
+}
+
 // What `sizes` holds beyond `allowed` (both ascending), as a multiset.
 std::vector<int64_t> beyond(const std::vector<int64_t>& sizes, const std::vector<int64_t>& allowed) {
   std::vector<int64_t> extra;
@@ -442,6 +477,10 @@ const std::vector<Property>& properties() {
        "oracle makes there too (a claim of the change)",
        no_extra_allocations, /*claim_of_change=*/true, /*reads_eager=*/false, /*same_code_only=*/true,
        /*compares_with_oracle=*/true},
+      {"memory-eager-floor",
+       "after each iteration the floor is no higher than eager mode's: nothing checkpointing stored, recomputed or "
+       "collected outlives backward",
+       memory_eager_floor, /*claim_of_change=*/false, /*reads_eager=*/true},
   };
   return all;
 }
@@ -486,6 +525,7 @@ enum Read : unsigned {
   kFlag = 1u << 6,           // the is-checkpointing flag after it
   kAutocast = 1u << 7,       // the autocast state after it
   kErrors = 1u << 8,         // each error: where, what, and the RNG states it left
+  kFloor = 1u << 9,          // what it held after each iteration, and whether a stash keeps a graph
 };
 
 // Each such property's reads. agree_for_eager compares exactly their union: a property that
@@ -498,28 +538,30 @@ unsigned eager_reads(const std::string& property) {
       {"rng-restored", kRng | kTrackerSeeded},
       {"errors-match", kErrors | kTrackerSeeded},
       {"no-side-effects", kLeafData | kFlag | kAutocast},
+      {"memory-eager-floor", kFloor},
   };
   const auto it = reads.find(property);
   if (it == reads.end()) throw std::logic_error("property " + property + " reads eager mode's run but declares no reads");
   return it->second;
 }
 
-// The union over every property that reads eager mode's run.
-unsigned all_eager_reads() {
-  static const unsigned all = [] {
-    unsigned union_of = 0;
-    for (const Property& p : properties()) {
-      if (p.reads_eager) union_of |= eager_reads(p.name);
-    }
-    return union_of;
-  }();
-  return all;
+// The union over every property that reads eager mode's run and applies to a run of
+// `implementation` (its subject's properties).
+unsigned eager_reads_of(const std::string& implementation) {
+  const Subject& subject = subject_for(implementation);
+  unsigned union_of = 0;
+  for (const Property& p : properties()) {
+    if (p.reads_eager && subject.applies(p.name)) union_of |= eager_reads(p.name);
+  }
+  return union_of;
 }
 
 }  // namespace
 
+bool reads_eager_memory(const std::string& implementation) { return (eager_reads_of(implementation) & kFloor) != 0; }
+
 bool agree_for_eager(const Observations& a, const Observations& b) {
-  const unsigned reads = all_eager_reads();
+  const unsigned reads = eager_reads_of(a.implementation) | eager_reads_of(b.implementation);
   if (a.iterations.size() != b.iterations.size()) return false;
   if ((reads & kTrackerSeeded) && a.tracker_seeded != b.tracker_seeded) return false;
   for (size_t i = 0; i < a.iterations.size(); ++i) {
@@ -531,7 +573,9 @@ bool agree_for_eager(const Observations& a, const Observations& b) {
         ((reads & kLeafGrads) && !same_tensors(x.leaf_grads, y.leaf_grads)) ||
         ((reads & kLeafData) && !same_tensors(x.leaf_data, y.leaf_data)) || ((reads & kRng) && !same_rng(x.rng, y.rng)) ||
         ((reads & kFlag) && x.checkpointing_flag != y.checkpointing_flag) ||
-        ((reads & kAutocast) && x.autocast != y.autocast)) {
+        ((reads & kAutocast) && x.autocast != y.autocast) ||
+        ((reads & kFloor) && (x.memory.measured != y.memory.measured || x.memory.floor != y.memory.floor ||
+                              keeps_a_graph(a, i) != keeps_a_graph(b, i)))) {
       return false;
     }
     if (x.error && (reads & kErrors) && !same_error(*x.error, *y.error)) return false;

@@ -156,7 +156,11 @@ std::vector<PropertyResult> check_properties(const Observations& eager, const Ob
 // Whether two runs observed the same in everything a property compares with the eager run: the
 // iterations completed, the outputs and the loss, the leaves' .grad and data, the RNG states,
 // the is-checkpointing flag, the autocast state and the error (bitwise, and the same error at the same point).
+// What is compared is what the properties applying to either run read (subject_for).
 bool agree_for_eager(const Observations& a, const Observations& b);
+// Whether a property that applies to a run of `implementation` reads eager mode's memory: its
+// eager run must then measure it (RunOptions::measure_memory).
+bool reads_eager_memory(const std::string& implementation);
 
 // check_properties without the eager run, for an oracle and a sut that agree_for_eager: the
 // properties that read it are left out of the results (each would be pass or pre-existing).

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "oracles/eager.h"
+#include "suts/subject.h"
 
 namespace recheck {
 
@@ -33,11 +34,12 @@ CaseResult check_case(const Case& c, CheckpointImplementation& oracle, Checkpoin
   check_call_options(c, oracle);
   check_call_options(c, sut);
   EagerExecution eager;
-  // No property reads the eager run's memory or its checkpoint bodies' calls (only the oracle's
-  // and the sut's): it runs without the probe (unless a CPU budget needs one) and without
-  // recording calls, a tenth of a small case's cost.
+  // No property reads the eager run's checkpoint bodies' calls (only the oracle's and the sut's),
+  // and only memory-eager-floor its memory: it runs without recording calls, and without the
+  // probe (unless a CPU budget needs one) where no property applying to the sut reads it, a
+  // tenth of a small case's cost.
   RunOptions eager_options = options;
-  eager_options.measure_memory = false;
+  eager_options.measure_memory = options.measure_memory && reads_eager_memory(sut.name());
   eager_options.record_segment_calls = false;
   std::optional<Observations> eager_observed;
   if (eager_run == EagerRun::always) eager_observed = run_case(c, eager, eager_options);
@@ -145,6 +147,11 @@ int64_t Summary::count(Classification c) const {
   return total;
 }
 
+bool Summary::listed(const Property& property) const {
+  const Subject& subject = sut_.empty() ? default_subject() : subject_for(sut_);
+  return subject.applies(property.name);
+}
+
 std::string Summary::table() const {
   std::ostringstream out;
   out << std::left << std::setw(20) << "property";
@@ -153,6 +160,7 @@ std::string Summary::table() const {
   }
   out << "\n";
   for (const Property& p : properties()) {
+    if (!listed(p)) continue;
     auto it = counts_.find(p.name);
     out << std::left << std::setw(20) << p.name;
     if (const auto skip = not_checked_.find(p.name); skip != not_checked_.end()) {
@@ -170,6 +178,7 @@ std::string Summary::table() const {
 nlohmann::json Summary::to_json() const {
   nlohmann::json j = nlohmann::json::object();
   for (const Property& p : properties()) {
+    if (!listed(p)) continue;
     auto it = counts_.find(p.name);
     nlohmann::json row = nlohmann::json::object();
     for (size_t c = 0; c < kClassificationCount; ++c) {
@@ -184,7 +193,9 @@ nlohmann::json Summary::to_json() const {
 std::map<std::string, std::string> properties_not_checked(const CheckpointImplementation& oracle,
                                                          const CheckpointImplementation& sut, const ClaimChoice& claims) {
   std::map<std::string, std::string> reasons;
+  const Subject& subject = subject_for(sut.name());
   for (const Property& p : properties()) {
+    if (!subject.applies(p.name)) continue;  // not in its subject's suite: nothing to explain
     const CodeChecked code{oracle.code(), sut.code(), sut.name(), oracle.keeps_checkpointing_flag(),
                            sut.keeps_checkpointing_flag()};
     std::string reason = not_checked_because(p, sut.change_claims(), claims, code);

@@ -82,13 +82,18 @@ class Summary {
   // A property this run does not check at all, and why: its row in the table and the JSON says
   // so instead of a row of zeros that reads like "checked, always passed".
   void not_checked(const std::string& property, std::string reason) { not_checked_[property] = std::move(reason); }
+  // The run checks a run of `sut`: the table and the JSON list the properties of its subject
+  // (subject_for), no others. Unsaid, the default subject's.
+  void checks(const std::string& sut) { sut_ = sut; }
 
  private:
+  bool listed(const Property& property) const;
   int64_t cases_ = 0;
   int64_t skipped_ = 0;
   LoggedCounts logged_;
   std::map<std::string, std::array<int64_t, kClassificationCount>> counts_;
   std::map<std::string, std::string> not_checked_;
+  std::string sut_;
 };
 
 // The properties a run of `sut` against `oracle` under `claims` leaves out whatever its cases,

@@ -24,7 +24,7 @@
 #include "embedded/bridge_py.h"
 #include "embedded/loading_py.h"
 #include "embedded/pr_wrapper_py.h"
-#include "embedded/torch_non_reentrant_py.h"
+#include "python/subjects.h"
 #include "suts/checkpoint.h"
 #include "core/rng.h"
 #include "core/tensor_parallel.h"
@@ -160,7 +160,7 @@ class CrossingPythonError : public PythonError {
 }
 
 // The options a module's functions take with each call: its CALL_OPTIONS, a dict from each
-// option's name to {"values": [...], "only_without_rng": [...]} (python/torch_non_reentrant.py).
+// option's name to {"values": [...], "only_without_rng": [...]} (python/torch_non_reentrant/variants.py).
 // With the GIL held.
 std::vector<CallOption> read_call_options(const py::object& module) {
   std::vector<CallOption> options;
@@ -286,12 +286,13 @@ class Interpreter {
       py::exec(embedded::kLoadingPy, module.attr("__dict__"));
       py::exec(embedded::kPrWrapperPy, module.attr("__dict__"));
       sys.attr("modules")["recheck_bridge"] = module;
-      // The subject torch-checkpoint-non-reentrant's variants (python/torch_non_reentrant.py),
-      // a module of their own that the variant specs name.
-      py::object subject = py::module_::import("types").attr("ModuleType")("recheck_torch_non_reentrant");
-      subject.attr("__file__") = "python/torch_non_reentrant.py (embedded in recheck)";
-      py::exec(embedded::kTorchNonReentrantPy, subject.attr("__dict__"));
-      sys.attr("modules")["recheck_torch_non_reentrant"] = subject;
+      // The modules subjects carry (their variants), each under the name their variant specs use.
+      for (const EmbeddedModule& carried : embedded_modules()) {
+        py::object subject = py::module_::import("types").attr("ModuleType")(carried.name);
+        subject.attr("__file__") = carried.file + " (embedded in recheck)";
+        py::exec(carried.source, subject.attr("__dict__"));
+        sys.attr("modules")[carried.name.c_str()] = subject;
+      }
       bridge_ = py::reinterpret_borrow<py::module_>(module);
     }
     // recheck run forks its workers: the child must find Python's state consistent.
@@ -531,59 +532,16 @@ std::unique_ptr<CheckpointImplementation> make_python(const std::string& name) {
 
 }  // namespace
 
-const std::vector<Alias>& aliases() {
-  static const std::vector<Alias> all = {
-      {"megatron-py", "python:megatron.core.tensor_parallel.random:CheckpointFunction",
-       "megatron-core's CheckpointFunction as installed (or as PYTHONPATH finds it)"},
-      {"megatron-py-clearing", "python-clearing:megatron.core.tensor_parallel.random:CheckpointFunction",
-       "the same with the PR's change wrapped around it (recheck's wrapper, not the PR's code)"},
-      {"torch-py", "python:torch.utils.checkpoint:checkpoint", "PyTorch's reentrant torch.utils.checkpoint"},
-      // The subject torch-checkpoint-non-reentrant (python/torch_non_reentrant.py).
-      {"torch-nonreentrant", "python:recheck_torch_non_reentrant:released",
-       "PyTorch's torch.utils.checkpoint with use_reentrant=False, as released, with the options each case draws"},
-      {"torch-nonreentrant-early-stop-by-context", "python:recheck_torch_non_reentrant:early_stop_through_context_manager",
-       "equivalent: early_stop set by the set_checkpoint_early_stop context manager instead of the keyword"},
-      {"torch-nonreentrant-policy-as-op-list", "python:recheck_torch_non_reentrant:policy_as_op_list",
-       "equivalent: the selective policy given as the list of ops to save instead of a policy function"},
-      {"torch-nonreentrant-rng-not-preserved", "python:recheck_torch_non_reentrant:rng_not_preserved",
-       "mutant: preserve_rng_state=False always, so the recomputation draws from backward's RNG states"},
-      {"torch-nonreentrant-inputs-detached", "python:recheck_torch_non_reentrant:inputs_detached",
-       "mutant: detaches the tensor arguments before checkpointing them (requires_grad kept)"},
-      {"torch-nonreentrant-recompute-no-grad", "python:recheck_torch_non_reentrant:recompute_without_grad",
-       "mutant: a context_fn whose recomputation context turns grad mode off"},
-  };
-  return all;
-}
-
-// The second subject: PyTorch's non-reentrant checkpoint, as released and with the variants of
-// python/torch_non_reentrant.py. It is its own oracle: what the released function fails, it fails
-// alike (pre-existing, judged by eager mode); what a mutant fails where it holds is a regression.
-Subject torch_non_reentrant_subject() {
-  Subject subject;
-  subject.name = "torch-checkpoint-non-reentrant";
-  subject.description = "PyTorch's torch.utils.checkpoint.checkpoint(use_reentrant=False), through the Python bridge";
-  subject.change = "torch-nonreentrant";
-  subject.oracle = "torch-nonreentrant";
-  for (const Alias& alias : aliases()) {
-    if (alias.name.rfind("torch-nonreentrant", 0) != 0) continue;
-    const std::string attr = alias.spec.substr(alias.spec.rfind(':') + 1);
-    VariantKind kind = VariantKind::change;
-    if (alias.description.rfind("mutant: ", 0) == 0) kind = VariantKind::mutant;
-    if (alias.description.rfind("equivalent: ", 0) == 0) kind = VariantKind::equivalent;
-    subject.implementations.push_back({alias.name, alias.description, kind,
-                                       kind == VariantKind::mutant ? subject.change : "", "",
-                                       kind == VariantKind::change ? "" : "recheck_torch_non_reentrant." + attr});
-  }
-  subject.make = [](const std::string& name) { return make_checkpoint(name); };
-  return subject;
-}
-
 void register_bridge() {
-  register_checkpoint_factory("python", make_python);
-  register_checkpoint_factory("python-clearing", make_python);
-  register_checkpoint_factory("python-change", make_python);
-  for (const Alias& alias : aliases()) register_checkpoint_alias(alias.name, alias.spec);
-  register_subject(torch_non_reentrant_subject());
+  // Once: a second call would replace the subjects, and references to them, in place.
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_checkpoint_factory("python", make_python);
+    register_checkpoint_factory("python-clearing", make_python);
+    register_checkpoint_factory("python-change", make_python);
+    register_bridge_subjects();
+    for (const Alias& alias : aliases()) register_checkpoint_alias(alias.name, alias.spec);
+  });
 }
 
 }  // namespace recheck::python

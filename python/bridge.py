@@ -132,7 +132,7 @@ def resolve(module_name, attr):
     if not hasattr(module, attr):
         raise AttributeError(f"module {module_name} has no attribute {attr}")
     # A module declares another calling style itself: "function", called as
-    # function(body, *args, **options) (a subject's variants, python/torch_non_reentrant.py).
+    # function(body, *args, **options) (a subject's variants, python/torch_non_reentrant/variants.py).
     style = getattr(module, "CHECKPOINT_STYLE", style)
     has_tracker = hasattr(module, "get_cuda_rng_tracker") and hasattr(module, "model_parallel_cuda_manual_seed")
     if has_tracker:

@@ -1,5 +1,6 @@
 #include "suts/subject.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "suts/checkpoint.h"
@@ -18,7 +19,16 @@ const SubjectImplementation* Subject::find(const std::string& implementation_nam
   for (const SubjectImplementation& implementation : implementations) {
     if (implementation.name == implementation_name) return &implementation;
   }
+  // A registered implementation runs under the name its alias stands for.
+  const std::string resolved = resolve_checkpoint_alias(implementation_name);
+  for (const SubjectImplementation& implementation : implementations) {
+    if (resolve_checkpoint_alias(implementation.name) == resolved) return &implementation;
+  }
   return nullptr;
+}
+
+bool Subject::applies(const std::string& property) const {
+  return std::find(properties.begin(), properties.end(), property) != properties.end();
 }
 
 namespace {
@@ -29,6 +39,18 @@ std::vector<Subject>& registry() {
 }
 
 }  // namespace
+
+const Subject* subject_declaring(const std::string& implementation) {
+  for (const Subject& subject : registry()) {
+    if (subject.find(implementation) != nullptr) return &subject;
+  }
+  return nullptr;
+}
+
+const Subject& subject_for(const std::string& implementation) {
+  const Subject* declaring = subject_declaring(implementation);
+  return declaring != nullptr ? *declaring : default_subject();
+}
 
 const std::vector<Subject>& subjects() { return registry(); }
 

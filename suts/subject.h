@@ -46,13 +46,21 @@ struct Subject {
   std::string change;       // the implementation `recheck run` checks by default (--sut)
   std::string oracle;       // and what it is compared with (--oracle)
   std::vector<SubjectImplementation> implementations;
+  // The properties that apply to its implementations (properties/properties.h), by name, in any
+  // order: a check leaves the others out of its results and its reports. The claims its change
+  // makes are those of them marked claim_of_change.
+  std::vector<std::string> properties;
+  // How `recheck export-python --checkpoint` calls the function an implementation of it runs
+  // (megatron, megatron-clearing, torch-non-reentrant, ...).
+  std::function<std::string(const std::string& implementation)> exported_as;
   // Makes one of `implementations` by name; throws std::invalid_argument otherwise.
   std::function<std::unique_ptr<CheckpointImplementation>(const std::string& name)> make;
 
   // The implementations of one kind, in declaration order.
   std::vector<const SubjectImplementation*> of_kind(VariantKind kind) const;
-  // The implementation called `name`, or null.
+  // The implementation called `name` (or an alias of it), or null.
   const SubjectImplementation* find(const std::string& name) const;
+  bool applies(const std::string& property) const;
 };
 
 // Every subject: the ones built in (Megatron's CheckpointFunction first: the default), then the
@@ -62,5 +70,10 @@ void register_subject(Subject subject);
 const Subject& default_subject();
 // The subject called `name`; throws std::invalid_argument listing the known ones otherwise.
 const Subject& find_subject(const std::string& name);
+// The subject that declares the implementation called `name` (or an alias of it), or null.
+const Subject* subject_declaring(const std::string& implementation);
+// The properties that apply to a run of `implementation`: its subject's, or the default
+// subject's for an implementation no subject declares (a Python function given by path).
+const Subject& subject_for(const std::string& implementation);
 
 }  // namespace recheck

@@ -186,6 +186,18 @@ Subject megatron_checkpoint_function() {
   subject.make = [](const std::string& name) -> std::unique_ptr<CheckpointImplementation> {
     return std::make_unique<MegatronCheckpoint>(find_variant(name));
   };
+  // Every property but those eager mode's memory judges: the change is held to the released
+  // function's floor (memory-floor), and its fixed-seed reports stay as they were.
+  subject.properties = {"grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager",
+                        "rng-restored",  "errors-match",    "no-side-effects",   "flag-in-body",
+                        "stash-kept",    "stash-grads",     "grad-released",     "memory-floor",
+                        "no-extra-allocations"};
+  // The script runs megatron-core's function, with recheck's wrapper of the PR's change around it
+  // for the change's implementations.
+  subject.exported_as = [](const std::string& name) {
+    const bool clears = name != "nonclearing" && name.find("clearing") != std::string::npos;
+    return clears ? "megatron-clearing" : "megatron";
+  };
   return subject;
 }
 

@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "properties/generator.h"
 #include "properties/report.h"
 #include "suts/checkpoint.h"
+#include "suts/subject.h"
 
 namespace recheck {
 namespace {
@@ -158,6 +160,35 @@ TEST(Variants, the_oracle_is_the_change_without_its_clearing_and_lists_so) {
   EXPECT_EQ(decisions_taken_otherwise(find_variant(subject.oracle).decisions, find_variant(subject.change).decisions),
             std::vector<std::string>{"clearing = none"});
   EXPECT_EQ(subject.find("clear-before-collect")->differs_by, "clearing.when = before_collecting");
+}
+
+// Every subject's properties are properties, and a check reports exactly those: Megatron's
+// subject leaves out memory-eager-floor (its change is held to the released function's floor),
+// and its reports list no line for it, not even as unchecked.
+TEST(Subjects, a_check_reports_exactly_the_properties_its_subject_declares) {
+  for (const Subject& subject : subjects()) {
+    for (const std::string& name : subject.properties) EXPECT_NE(find_property(name), nullptr) << subject.name << ": " << name;
+  }
+  const Subject& megatron = default_subject();
+  EXPECT_FALSE(megatron.applies("memory-eager-floor"));
+  auto oracle = megatron.make(megatron.oracle);
+  auto change = megatron.make(megatron.change);
+  const CaseResult result = check_case(draw_case(options_for(GenOptions{}, *oracle), 3), *oracle, *change);
+  std::vector<std::string> reported;
+  for (const PropertyResult& r : result.results) reported.push_back(r.property);
+  // What it does not report is what the report says it did not check, and why.
+  const std::map<std::string, std::string> unchecked = properties_not_checked(*oracle, *change, ClaimChoice{});
+  std::vector<std::string> declared;
+  for (const std::string& name : megatron.properties) {
+    if (unchecked.count(name) == 0) declared.push_back(name);
+  }
+  std::sort(reported.begin(), reported.end());
+  std::sort(declared.begin(), declared.end());
+  EXPECT_EQ(reported, declared);
+  EXPECT_EQ(unchecked.count("memory-eager-floor"), 0u);
+  // An implementation no subject declares is checked on the default subject's properties.
+  EXPECT_EQ(subject_declaring("python:somewhere:else"), nullptr);
+  EXPECT_EQ(&subject_for("python:somewhere:else"), &megatron);
 }
 
 // A test name from a variant name: "clear-all-live" -> "clear_all_live".

@@ -1,5 +1,5 @@
-// The second subject, torch-checkpoint-non-reentrant (python/torch_non_reentrant.py, declared in
-// python/bridge.cpp): PyTorch's non-reentrant checkpoint with the call options each case draws,
+// The second subject, torch-checkpoint-non-reentrant (python/torch_non_reentrant/: its variants
+// and its declaration): PyTorch's non-reentrant checkpoint with the call options each case draws,
 // its own equivalent rewrites and mutants, and what the bridge must do for it to run at all (a
 // Python exception that crosses a body keeps its identity; the caller's own tensors, handed to
 // the recomputation as they are, are not recomputation inputs).
@@ -12,6 +12,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,11 +42,7 @@ void collect_checkpoints(const Segment& segment, std::vector<const Checkpoint*>&
 }
 
 bool draws_random_numbers(const Segment& segment) {
-  for (const Op& op : segment.ops) {
-    if (std::holds_alternative<Random>(op)) return true;
-    if (const Segment* body = op_body(op); body && draws_random_numbers(*body)) return true;
-  }
-  return false;
+  return any_op(segment, [](const Op& op) { return std::holds_alternative<Random>(op); });
 }
 
 // The first draw seed from `first` on (at most `cases`) where `sut` raises an alarm against
@@ -145,9 +142,97 @@ TEST(TorchNonReentrant, a_plain_checkpoint_runs_backward_and_keeps_the_caller_s_
   c.root.ops.push_back(std::move(checkpoint));
   c.root.outputs = {2};
   const CaseResult result = check_case(c, *oracle, *released, RunOptions{}, EagerRun::always);
+  std::set<std::string> reported;
   for (const PropertyResult& r : result.results) {
     EXPECT_EQ(r.classification, Classification::pass) << r.property << ": " << describe_results(result.results);
+    reported.insert(r.property);
   }
+  // Every property the subject declares, and only those: not Megatron's change's claims.
+  EXPECT_EQ(reported, std::set<std::string>(subject().properties.begin(), subject().properties.end()));
+  EXPECT_EQ(reported.count("memory-floor"), 0u);
+}
+
+// The case above: the mutant that keeps what its last recomputation returned holds those bytes
+// after backward, which memory-eager-floor tells and no other property does.
+TEST(TorchNonReentrant, memory_eager_floor_alone_tells_a_function_that_keeps_its_recomputed_outputs) {
+  auto oracle = subject().make(subject().oracle);
+  auto keeping = subject().make("torch-nonreentrant-keeps-recomputed");
+  Case c;
+  Leaf x, w;
+  x.shape = {4, 3};
+  w.shape = {3, 3};
+  c.leaves = {x, w};
+  Checkpoint checkpoint;
+  checkpoint.args = {Ref{0}, Ref{1}};
+  Segment body;
+  body.ops = {Matmul{0, 1}, Unary{Unary::Fn::square, 2}};
+  body.outputs = {3};
+  checkpoint.body = Box<Segment>(std::move(body));
+  c.root.ops.push_back(std::move(checkpoint));
+  c.root.outputs = {2};
+  const CaseResult result = check_case(c, *oracle, *keeping, RunOptions{}, EagerRun::always);
+  ASSERT_EQ(result.results.size(), subject().properties.size()) << result.skipped;
+  for (const PropertyResult& r : result.results) {
+    const Classification expected = r.property == "memory-eager-floor" ? Classification::regression : Classification::pass;
+    EXPECT_EQ(r.classification, expected) << r.property << ": " << describe_results(result.results);
+    if (r.property == "memory-eager-floor") {
+      // A 4x3 float output: 48 bytes kept past backward.
+      EXPECT_NE(r.sut.detail.find("48 bytes above eager mode's"), std::string::npos) << r.sut.describe();
+    }
+  }
+}
+
+// A body keeps a tensor of its forward graph (a module caching its activation), and no backward
+// reaches the checkpoint (the case returns only a leaf that needs no gradient): the graph lives
+// on with what it saved, the checkpoint's RNG state (5 KB on CPU) where eager mode's keeps the
+// dropout mask. Not a retention past backward: memory-eager-floor does not compare these floors
+// (it had reported one, pre-existing, on 14 of 600 generated cases).
+TEST(TorchNonReentrant, memory_eager_floor_leaves_alone_a_graph_a_body_keeps_that_no_backward_reached) {
+  auto released = subject().make(subject().change);
+  Case c;
+  Leaf x, y;
+  x.shape = {1, 1};
+  y.shape = {1, 1};
+  y.requires_grad = false;
+  c.leaves = {x, y};
+  Checkpoint checkpoint;
+  checkpoint.args = {Ref{0}};
+  Segment body;
+  Random dropout;
+  dropout.p = 0.25;
+  body.ops = {dropout, Stash{1}};
+  body.outputs = {1};
+  checkpoint.body = Box<Segment>(std::move(body));
+  c.root.ops.push_back(std::move(checkpoint));
+  c.root.outputs = {1};
+  const CaseResult result = check_case(c, *released, *released, RunOptions{}, EagerRun::always);
+  bool checked = false;
+  for (const PropertyResult& r : result.results) {
+    if (r.property != "memory-eager-floor") continue;
+    checked = true;
+    EXPECT_EQ(r.classification, Classification::pass) << r.sut.describe();
+  }
+  EXPECT_TRUE(checked) << describe_results(result.results);
+}
+
+// Eager mode's run is skipped where the oracle and the sut agree on everything the properties
+// that apply to them read of it: for this subject that includes the floor, for Megatron's not
+// (its memory properties compare with the oracle, and its eager run does not measure memory).
+TEST(TorchNonReentrant, eager_agreement_compares_the_floor_where_memory_eager_floor_applies) {
+  auto released = subject().make(subject().change);
+  const Observations a = run_case(draw_case(options_for(GenOptions{}, *released), 5), *released);
+  ASSERT_FALSE(a.iterations.empty());
+  ASSERT_TRUE(a.iterations.at(0).memory.measured);
+  Observations b = a;
+  b.iterations.at(0).memory.floor += 64;
+  EXPECT_TRUE(agree_for_eager(a, a));
+  EXPECT_FALSE(agree_for_eager(a, b));
+  auto port = make_checkpoint(default_subject().oracle);
+  const Observations m = run_case(draw_case(GenOptions{}, 5), *port);
+  ASSERT_FALSE(m.iterations.empty());
+  Observations n = m;
+  n.iterations.at(0).memory.floor += 64;
+  EXPECT_TRUE(agree_for_eager(m, n));
 }
 
 TEST(TorchNonReentrant, its_mutants_are_killed) {

@@ -3,8 +3,8 @@ use_reentrant=False, as released with the options recheck's generator draws for 
 same reached by other means (equivalent rewrites), and plausible mistakes in how a non-reentrant
 checkpoint is set up (mutants). Each is a function called as `function(body, *args, **options)`;
 recheck's Python bridge runs it as the module recheck_torch_non_reentrant (embedded in recheck,
-from python/torch_non_reentrant.py), and the subject is declared in python/bridge.cpp
-(torch_non_reentrant_subject). docs/adding-a-subject.md walks through it.
+from this file), and the subject is declared beside it (subject.cpp). docs/adding-a-subject.md
+walks through it.
 """
 import contextlib
 import functools
@@ -100,3 +100,19 @@ def recompute_without_grad(body, *args, **options):
     keywords = _keywords(options)
     keywords["context_fn"] = _recompute_without_grad
     return checkpointing.checkpoint(body, *args, **keywords)
+
+
+_last_outputs = []
+
+
+def keeps_recomputed(body, *args, **options):
+    """What the body returned last (the recomputation's outputs, once backward ran) kept alive
+    in a module global, "to inspect after a failure": nothing changes but what stays allocated
+    after backward."""
+
+    def keeping(*inputs):
+        outputs = body(*inputs)
+        _last_outputs[:] = [outputs]
+        return outputs
+
+    return checkpointing.checkpoint(keeping, *args, **_keywords(options))

@@ -1,0 +1,53 @@
+// What the bridge runs besides a module given by name: the short names of variants (aliases) and
+// the Python modules recheck carries (a subject's variants), registered by each subject's folder.
+#include "python/bridge.h"
+
+#include <utility>
+
+namespace recheck::python {
+
+namespace {
+
+std::vector<Alias>& alias_registry() {
+  static std::vector<Alias> all = {
+      {"megatron-py", "python:megatron.core.tensor_parallel.random:CheckpointFunction",
+       "megatron-core's CheckpointFunction as installed (or as PYTHONPATH finds it)"},
+      {"megatron-py-clearing", "python-clearing:megatron.core.tensor_parallel.random:CheckpointFunction",
+       "the same with the PR's change wrapped around it (recheck's wrapper, not the PR's code)"},
+      {"torch-py", "python:torch.utils.checkpoint:checkpoint", "PyTorch's reentrant torch.utils.checkpoint"},
+  };
+  return all;
+}
+
+std::vector<EmbeddedModule>& module_registry() {
+  static std::vector<EmbeddedModule> all;
+  return all;
+}
+
+}  // namespace
+
+const std::vector<Alias>& aliases() { return alias_registry(); }
+
+void add_alias(Alias alias) {
+  for (Alias& known : alias_registry()) {
+    if (known.name == alias.name) {
+      known = std::move(alias);
+      return;
+    }
+  }
+  alias_registry().push_back(std::move(alias));
+}
+
+const std::vector<EmbeddedModule>& embedded_modules() { return module_registry(); }
+
+void embed_module(EmbeddedModule module) {
+  for (EmbeddedModule& known : module_registry()) {
+    if (known.name == module.name) {
+      known = std::move(module);
+      return;
+    }
+  }
+  module_registry().push_back(std::move(module));
+}
+
+}  // namespace recheck::python

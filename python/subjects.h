@@ -1,0 +1,13 @@
+// The subjects the Python bridge declares, one folder each (docs/adding-a-subject.md): each
+// folder's register function adds its variants' aliases, embeds its Python module and
+// registers its Subject. register_bridge calls register_bridge_subjects.
+#pragma once
+
+namespace recheck::python {
+
+void register_torch_non_reentrant();  // python/torch_non_reentrant/: PyTorch's non-reentrant checkpoint
+
+// Every one above.
+inline void register_bridge_subjects() { register_torch_non_reentrant(); }
+
+}  // namespace recheck::python

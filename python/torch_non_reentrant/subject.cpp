@@ -1,0 +1,74 @@
+// The subject torch-checkpoint-non-reentrant: PyTorch's torch.utils.checkpoint.checkpoint with
+// use_reentrant=False, as released and with the variants of variants.py beside this file (the
+// module recheck_torch_non_reentrant, embedded in recheck). It is its own oracle: what the released
+// function fails, it fails alike (pre-existing, judged by eager mode); what a mutant fails where it
+// holds is a regression. docs/adding-a-subject.md walks through it.
+#include "embedded/torch_non_reentrant_py.h"
+#include "python/bridge.h"
+#include "python/subjects.h"
+#include "suts/checkpoint.h"
+#include "suts/subject.h"
+
+namespace recheck::python {
+
+namespace {
+
+constexpr const char* kModule = "recheck_torch_non_reentrant";
+
+// Its variants: the released function first (its change and its oracle), then equivalent
+// rewrites and mutants, each a function of the module; the description's first word says which.
+const std::vector<Alias>& variants() {
+  static const std::vector<Alias> all = {
+      {"torch-nonreentrant", "python:recheck_torch_non_reentrant:released",
+       "PyTorch's torch.utils.checkpoint with use_reentrant=False, as released, with the options each case draws"},
+      {"torch-nonreentrant-early-stop-by-context", "python:recheck_torch_non_reentrant:early_stop_through_context_manager",
+       "equivalent: early_stop set by the set_checkpoint_early_stop context manager instead of the keyword"},
+      {"torch-nonreentrant-policy-as-op-list", "python:recheck_torch_non_reentrant:policy_as_op_list",
+       "equivalent: the selective policy given as the list of ops to save instead of a policy function"},
+      {"torch-nonreentrant-rng-not-preserved", "python:recheck_torch_non_reentrant:rng_not_preserved",
+       "mutant: preserve_rng_state=False always, so the recomputation draws from backward's RNG states"},
+      {"torch-nonreentrant-inputs-detached", "python:recheck_torch_non_reentrant:inputs_detached",
+       "mutant: detaches the tensor arguments before checkpointing them (requires_grad kept)"},
+      {"torch-nonreentrant-recompute-no-grad", "python:recheck_torch_non_reentrant:recompute_without_grad",
+       "mutant: a context_fn whose recomputation context turns grad mode off"},
+      {"torch-nonreentrant-keeps-recomputed", "python:recheck_torch_non_reentrant:keeps_recomputed",
+       "mutant: keeps what the last recomputation returned alive, as a debugging aid"},
+  };
+  return all;
+}
+
+Subject torch_non_reentrant() {
+  Subject subject;
+  subject.name = "torch-checkpoint-non-reentrant";
+  subject.description = "PyTorch's torch.utils.checkpoint.checkpoint(use_reentrant=False), through the Python bridge";
+  subject.change = "torch-nonreentrant";
+  subject.oracle = "torch-nonreentrant";
+  for (const Alias& variant : variants()) {
+    const std::string attr = variant.spec.substr(variant.spec.rfind(':') + 1);
+    VariantKind kind = VariantKind::change;
+    if (variant.description.rfind("mutant: ", 0) == 0) kind = VariantKind::mutant;
+    if (variant.description.rfind("equivalent: ", 0) == 0) kind = VariantKind::equivalent;
+    subject.implementations.push_back({variant.name, variant.description, kind,
+                                       kind == VariantKind::mutant ? subject.change : "", "",
+                                       kind == VariantKind::change ? "" : std::string(kModule) + "." + attr});
+  }
+  subject.make = [](const std::string& name) { return make_checkpoint(name); };
+  // Held against eager mode and against itself; its change makes no claim (the claims of
+  // Megatron's clearing change do not apply), and PyTorch keeps no is-checkpointing flag. Memory:
+  // after backward it keeps nothing eager mode does not.
+  subject.properties = {"grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager",
+                        "rng-restored",  "errors-match",    "no-side-effects",   "stash-kept",
+                        "stash-grads",   "memory-eager-floor"};
+  subject.exported_as = [](const std::string&) { return "torch-non-reentrant"; };
+  return subject;
+}
+
+}  // namespace
+
+void register_torch_non_reentrant() {
+  embed_module({kModule, "python/torch_non_reentrant/variants.py", embedded::kTorchNonReentrantPy});
+  for (const Alias& variant : variants()) add_alias(variant);
+  register_subject(torch_non_reentrant());
+}
+
+}  // namespace recheck::python
