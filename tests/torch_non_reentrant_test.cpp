@@ -120,14 +120,8 @@ TEST(TorchNonReentrant, a_case_passing_options_is_refused_by_a_function_that_tak
   EXPECT_THROW(check_case(c, *port, *port), std::invalid_argument);
 }
 
-// A trivial checkpoint (matrix product, square): before the bridge kept a Python exception's
-// identity across the body, PyTorch's early stop (an exception its saved-tensor hook raises
-// through the body and catches outside) arrived as an empty RuntimeError in every backward; and
-// before the caller's own tensors were told from recomputation inputs, the leaves lost their
-// .grad to the harness.
-TEST(TorchNonReentrant, a_plain_checkpoint_runs_backward_and_keeps_the_caller_s_gradients) {
-  auto released = subject().make(subject().change);
-  auto oracle = subject().make(subject().oracle);
+// One checkpoint of a matrix product and a square, over two leaves: v2 = checkpoint(x, w).
+Case plain_checkpoint_case() {
   Case c;
   Leaf x, w;
   x.shape = {4, 3};
@@ -141,6 +135,18 @@ TEST(TorchNonReentrant, a_plain_checkpoint_runs_backward_and_keeps_the_caller_s_
   checkpoint.body = Box<Segment>(std::move(body));
   c.root.ops.push_back(std::move(checkpoint));
   c.root.outputs = {2};
+  return c;
+}
+
+// A trivial checkpoint (matrix product, square): before the bridge kept a Python exception's
+// identity across the body, PyTorch's early stop (an exception its saved-tensor hook raises
+// through the body and catches outside) arrived as an empty RuntimeError in every backward; and
+// before the caller's own tensors were told from recomputation inputs, the leaves lost their
+// .grad to the harness.
+TEST(TorchNonReentrant, a_plain_checkpoint_runs_backward_and_keeps_the_caller_s_gradients) {
+  auto released = subject().make(subject().change);
+  auto oracle = subject().make(subject().oracle);
+  const Case c = plain_checkpoint_case();
   const CaseResult result = check_case(c, *oracle, *released, RunOptions{}, EagerRun::always);
   std::set<std::string> reported;
   for (const PropertyResult& r : result.results) {
@@ -157,19 +163,7 @@ TEST(TorchNonReentrant, a_plain_checkpoint_runs_backward_and_keeps_the_caller_s_
 TEST(TorchNonReentrant, memory_eager_floor_alone_tells_a_function_that_keeps_its_recomputed_outputs) {
   auto oracle = subject().make(subject().oracle);
   auto keeping = subject().make("torch-nonreentrant-keeps-recomputed");
-  Case c;
-  Leaf x, w;
-  x.shape = {4, 3};
-  w.shape = {3, 3};
-  c.leaves = {x, w};
-  Checkpoint checkpoint;
-  checkpoint.args = {Ref{0}, Ref{1}};
-  Segment body;
-  body.ops = {Matmul{0, 1}, Unary{Unary::Fn::square, 2}};
-  body.outputs = {3};
-  checkpoint.body = Box<Segment>(std::move(body));
-  c.root.ops.push_back(std::move(checkpoint));
-  c.root.outputs = {2};
+  const Case c = plain_checkpoint_case();
   const CaseResult result = check_case(c, *oracle, *keeping, RunOptions{}, EagerRun::always);
   ASSERT_EQ(result.results.size(), subject().properties.size()) << result.skipped;
   for (const PropertyResult& r : result.results) {
