@@ -135,6 +135,7 @@ struct PlainOpFacts {
   }
   std::vector<ValueFacts> operator()(const Random& op) const { return {computed_from(values[op.x])}; }
   std::vector<ValueFacts> operator()(const Stash&) const { return {}; }
+  std::vector<ValueFacts> operator()(const Discard&) const { return {}; }
   std::vector<ValueFacts> operator()(const Raise& op) const { return {computed_from(values[op.x])}; }
   std::vector<ValueFacts> operator()(const Checkpoint&) const {
     throw std::logic_error("plain_op_facts: a checkpoint's outputs come from its body");

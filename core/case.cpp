@@ -43,6 +43,7 @@ const char* op_name(const Op& op) {
     const char* operator()(const Checkpoint&) const { return "checkpoint"; }
     const char* operator()(const Fork&) const { return "fork"; }
     const char* operator()(const Autocast&) const { return "autocast"; }
+    const char* operator()(const Discard&) const { return "discard"; }
   };
   return std::visit(Visit{}, op);
 }
@@ -69,13 +70,18 @@ struct OpInputs {
   std::vector<int> operator()(const Random& o) const { return {o.x}; }
   std::vector<int> operator()(const Stash& o) const { return {o.x}; }
   std::vector<int> operator()(const Raise& o) const { return {o.x}; }
+  std::vector<int> operator()(const Discard& o) const {
+    std::vector<int> refs = o.checkpoints;
+    refs.push_back(o.hook);
+    return refs;
+  }
 };
 }  // namespace
 
 std::vector<int> op_inputs(const Op& op) { return std::visit(OpInputs{}, op); }
 
 int op_output_count(const Op& op) {
-  if (std::holds_alternative<Stash>(op)) return 0;
+  if (std::holds_alternative<Stash>(op) || std::holds_alternative<Discard>(op)) return 0;
   if (const Segment* body = op_body(op)) return static_cast<int>(body->outputs.size());
   return 1;
 }

@@ -128,6 +128,10 @@ using Arg = std::variant<Ref, None, int64_t, double, bool, std::string>;
 
 struct Checkpoint {
   bool distribute = false;
+  // Megatron's CheckpointWithoutOutput: the body runs without a graph, its outputs stay with the
+  // caller for later ops to read and save, until a Discard op frees their storage and registers
+  // the recomputation on a later tensor's gradient. Eager mode runs it as any body.
+  bool without_output = false;
   // The checkpoint function's own per-call options, by name, each value as its module spells
   // it (CheckpointImplementation::call_options): PyTorch's preserve_rng_state, early_stop, ...
   // Empty for a function that declares none (Megatron's).
@@ -157,8 +161,17 @@ struct Autocast {
   Box<Segment> body;
 };
 
+// Frees the outputs of checkpoints without output (each named by its first output, a value of
+// this segment) and registers their recomputation on `hook`'s gradient: one hook for them all
+// (Megatron's discard_output_and_register_recompute, one call per checkpoint; a manager's one
+// hook). Nothing in eager mode. No output.
+struct Discard {
+  std::vector<int> checkpoints;
+  int hook = 0;
+};
+
 using Op = std::variant<Unary, Binary, Matmul, View, InPlace, Reduce, Argmax, Random, Stash, Raise,
-                        Checkpoint, Fork, Autocast>;
+                        Checkpoint, Fork, Autocast, Discard>;
 
 struct Segment {
   std::vector<Op> ops;

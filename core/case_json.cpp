@@ -153,6 +153,10 @@ struct OpToJson {
   void operator()(const Checkpoint& op);
   void operator()(const Fork& op);
   void operator()(const Autocast& op);
+  void operator()(const Discard& op) {
+    j["checkpoints"] = op.checkpoints;
+    j["hook"] = op.hook;
+  }
 };
 
 json segment_to_json(const Segment& segment);
@@ -171,6 +175,8 @@ json arg_to_json(const Arg& arg) {
 
 void OpToJson::operator()(const Checkpoint& op) {
   j["distribute"] = op.distribute;
+  // Written only when set: every other checkpoint reads as before.
+  if (op.without_output) j["without_output"] = true;
   // Written only when there are any: a function that takes none (Megatron's) reads as before.
   if (!op.options.empty()) j["options"] = op.options;
   j["args"] = json::array();
@@ -226,7 +232,7 @@ Arg arg_from_json(const Reader& r) {
 Op op_from_json(const Reader& r, ParseContext& context, int depth) {
   static const char* const kOpNames =
       "one of \"unary\", \"binary\", \"matmul\", \"view\", \"inplace\", \"reduce\", \"argmax\", "
-      "\"random\", \"stash\", \"raise\", \"checkpoint\", \"fork\", \"autocast\"";
+      "\"random\", \"stash\", \"raise\", \"checkpoint\", \"fork\", \"autocast\", \"discard\"";
   const Reader kind_reader = r.field("op");
   const std::string kind = kind_reader.node().is_string() ? kind_reader.string() : "";
   auto x = [&] { return value_ref(r.field("x")); };
@@ -302,9 +308,10 @@ Op op_from_json(const Reader& r, ParseContext& context, int depth) {
     return op;
   }
   if (kind == "checkpoint") {
-    r.only({"op", "distribute", "options", "args", "body"});
+    r.only({"op", "distribute", "without_output", "options", "args", "body"});
     Checkpoint op;
     op.distribute = r.field("distribute").boolean();
+    if (r.has("without_output")) op.without_output = r.field("without_output").boolean();
     if (r.has("options")) {
       r.field("options").members([&](const std::string& name, const Reader& value) {
         if (name.empty()) throw CaseError(r.path() + ".options: an option's name is empty");
@@ -313,6 +320,14 @@ Op op_from_json(const Reader& r, ParseContext& context, int depth) {
     }
     r.field("args").each([&](const Reader& arg) { op.args.push_back(arg_from_json(arg)); });
     op.body = segment_from_json(r.field("body"), context, depth + 1);
+    return op;
+  }
+  if (kind == "discard") {
+    r.only({"op", "checkpoints", "hook"});
+    Discard op;
+    r.field("checkpoints").each([&](const Reader& ref) { op.checkpoints.push_back(value_ref(ref)); });
+    if (op.checkpoints.empty()) r.field("checkpoints").fail("the first output of at least one checkpoint without output");
+    op.hook = value_ref(r.field("hook"));
     return op;
   }
   kind_reader.fail(kOpNames);

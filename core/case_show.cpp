@@ -65,8 +65,14 @@ struct OpShow {
     for (const Arg& arg : op.args) args += (args.empty() ? "" : ", ") + show_arg(arg);
     std::string options;
     for (const auto& [name, value] : op.options) options += ", " + name + "=" + value;
+    if (op.without_output) return "checkpoint_without_output(" + args + ")";
     return std::string("checkpoint(") + (op.distribute ? "distribute=True" : "distribute=False") + options +
            (args.empty() ? "" : ", ") + args + ")";
+  }
+  std::string operator()(const Discard& op) const {
+    std::string checkpoints;
+    for (int ref : op.checkpoints) checkpoints += (checkpoints.empty() ? "" : ", ") + v(ref);
+    return "discard_outputs([" + checkpoints + "], recompute_on_grad_of=" + v(op.hook) + ")";
   }
 };
 

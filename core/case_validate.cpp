@@ -3,6 +3,7 @@
 #include "core/case.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 
 #include "core/case_detail.h"
@@ -56,6 +57,8 @@ std::vector<ValueFacts> validate_segment(const Segment& segment, std::vector<Val
                                     const std::string& path, ValueBytes& value_bytes) {
   const Limits& limits = value_bytes.limits;
   if (depth > limits.depth) throw CaseError(path + ": " + over_limit("nesting depth", depth, "depth", limits.depth));
+  // The first output of each checkpoint without output here, and whether a discard named it.
+  std::map<int, bool> discardable;
   for (size_t i = 0; i < segment.ops.size(); ++i) {
     const Op& op = segment.ops[i];
     const int available = static_cast<int>(values.size());
@@ -72,6 +75,27 @@ std::vector<ValueFacts> validate_segment(const Segment& segment, std::vector<Val
       const std::vector<ValueFacts> body =
           validate_segment(*checkpoint->body, args, depth + 1, op_path + ".body", value_bytes);
       made = checkpoint_output_facts(args, body);
+      if (checkpoint->without_output) {
+        if (checkpoint->distribute) throw CaseError(op_path + ".distribute: a checkpoint without output does not distribute");
+        if (!checkpoint->body->outputs.empty()) discardable[available] = false;
+      }
+    } else if (const auto* discard = std::get_if<Discard>(&op)) {
+      for (size_t k = 0; k < discard->checkpoints.size(); ++k) {
+        const std::string where = op_path + ".checkpoints[" + std::to_string(k) + "]";
+        const int ref = discard->checkpoints[k];
+        validate_ref(ref, available, where);
+        const auto found = discardable.find(ref);
+        if (found == discardable.end()) {
+          throw CaseError(where + ": value v" + std::to_string(ref) +
+                          " is not the first output of a checkpoint without output of this segment");
+        }
+        if (found->second) throw CaseError(where + ": the outputs of the checkpoint giving v" + std::to_string(ref) + " are discarded twice");
+        found->second = true;
+      }
+      validate_ref(discard->hook, available, op_path + ".hook");
+      if (values[discard->hook].kind != ValueFacts::Kind::tensor) {
+        throw CaseError(op_path + ".hook: value v" + std::to_string(discard->hook) + " is not a tensor");
+      }
     } else if (std::holds_alternative<Fork>(op) || std::holds_alternative<Autocast>(op)) {
       if (const auto* region = std::get_if<Autocast>(&op);
           region != nullptr && region->dtype == Autocast::Precision::float16 && !compat::autocast_has_float16(region->device_type)) {

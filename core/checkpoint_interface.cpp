@@ -64,7 +64,7 @@ namespace {
 bool passes_options(const Segment& segment) {
   return any_op(segment, [](const Op& op) {
     const auto* checkpoint = std::get_if<Checkpoint>(&op);
-    return checkpoint != nullptr && !checkpoint->options.empty();
+    return checkpoint != nullptr && (!checkpoint->options.empty() || checkpoint->without_output);
   });
 }
 
@@ -73,6 +73,11 @@ void check_call_options(const Segment& segment, const std::string& path, const C
   for (size_t i = 0; i < segment.ops.size(); ++i) {
     const std::string site = path + ".ops[" + std::to_string(i) + "]";
     if (const auto* checkpoint = std::get_if<Checkpoint>(&segment.ops[i])) {
+      if (checkpoint->without_output && !implementation.runs_without_output()) {
+        throw std::invalid_argument("the checkpoint at " + site + " runs without output (its outputs discarded later), which " +
+                                    implementation.name() + " cannot run (Megatron's CheckpointWithoutOutput does: "
+                                    "subject megatron-checkpoint-without-output)");
+      }
       for (const auto& [name, value] : checkpoint->options) {
         const auto option = std::find_if(declared.begin(), declared.end(), [&](const CallOption& o) { return o.name == name; });
         if (option == declared.end()) {
@@ -94,6 +99,15 @@ void check_call_options(const Segment& segment, const std::string& path, const C
 void check_call_options(const Case& c, const CheckpointImplementation& implementation) {
   if (!passes_options(c.root)) return;  // every case of a function that takes none: no strings built
   check_call_options(c.root, "root", implementation, implementation.call_options());
+}
+
+std::pair<Values, std::shared_ptr<KeptOutputs>> CheckpointImplementation::apply_without_output(const RunFunction& run_function,
+                                                                                              const CallSettings& call,
+                                                                                              const Values& args) {
+  (void)run_function;
+  (void)call;
+  (void)args;
+  throw std::invalid_argument(name() + " cannot run a checkpoint without output");
 }
 
 std::string describe_provenance(const Provenance& provenance) {

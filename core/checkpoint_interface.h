@@ -61,6 +61,13 @@ struct CallSettings {
   std::map<std::string, std::string> options;
 };
 
+// What a checkpoint without output (Checkpoint::without_output) leaves with the implementation
+// that ran it until the caller discards its outputs: Megatron's CheckpointWithoutOutput object.
+class KeptOutputs {
+ public:
+  virtual ~KeptOutputs() = default;
+};
+
 // What the interpreter calls for every checkpoint op. The C++ port's variants (suts/), eager
 // execution (oracles/) and Python code (python/) all plug in here.
 class CheckpointImplementation {
@@ -68,6 +75,17 @@ class CheckpointImplementation {
   virtual ~CheckpointImplementation() = default;
   virtual std::string name() const = 0;
   virtual Values apply(const RunFunction& run_function, const CallSettings& call, const Values& args) = 0;
+  // Checkpoints without output: whether it runs them (generated cases for it draw them, and a case
+  // holding one is refused otherwise: check_call_options), running one (the outputs, and what
+  // discard_outputs needs of it), and discarding the outputs of some of them with one hook.
+  virtual bool runs_without_output() const { return false; }
+  virtual std::pair<Values, std::shared_ptr<KeptOutputs>> apply_without_output(const RunFunction& run_function,
+                                                                               const CallSettings& call,
+                                                                               const Values& args);
+  virtual void discard_outputs(const std::vector<std::shared_ptr<KeptOutputs>>& kept, const at::Tensor& hook) {
+    (void)kept;
+    (void)hook;
+  }
   // The options it takes with each call (none: Megatron's, eager execution); generated cases for
   // it draw them, and a case that passes another is refused (check_call_options).
   virtual std::vector<CallOption> call_options() const { return {}; }
@@ -135,7 +153,8 @@ bool is_checkpointing();
 void set_checkpointing(bool value);
 
 // Throws std::invalid_argument naming the first checkpoint of `c` that passes an option, or a
-// value of one, that `implementation` does not declare (call_options).
+// value of one, that `implementation` does not declare (call_options), or that runs without
+// output where it runs none (runs_without_output).
 void check_call_options(const Case& c, const CheckpointImplementation& implementation);
 
 // Provenance in one line, "name value, name value"; "" when empty.

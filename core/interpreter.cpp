@@ -42,6 +42,7 @@ const at::Tensor& expect_tensor(const Value& value, const char* op) {
 // Where each checkpoint op sits, and each stash op in the case's order of its ops.
 struct Sites {
   std::map<const Checkpoint*, std::string> checkpoints;
+  std::map<const Discard*, std::string> discards;
   std::vector<std::pair<const Stash*, std::string>> stashes;
 };
 
@@ -50,6 +51,7 @@ void collect_sites(const Segment& segment, const std::string& path, Sites& sites
     const Op& op = segment.ops[i];
     const std::string site = path + ".ops[" + std::to_string(i) + "]";
     if (const auto* stash = std::get_if<Stash>(&op)) sites.stashes.emplace_back(stash, site);
+    if (const auto* discard = std::get_if<Discard>(&op)) sites.discards[discard] = site;
     const Segment* body = op_body(op);
     if (!body) continue;
     if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) sites.checkpoints[checkpoint] = site;
@@ -96,10 +98,18 @@ class Interpreter {
   Values run_segment(const Segment& segment, const Values& inputs, std::vector<bool>* flag_reads = nullptr) {
     Values values = inputs;
     values.reserve(segment_value_count(segment, static_cast<int>(inputs.size())));
+    std::map<int, std::shared_ptr<KeptCheckpoint>> kept;  // checkpoints without output, by first output
     for (const Op& op : segment.ops) {
       if (flag_reads != nullptr) flag_reads->push_back(implementation_.checkpointing_flag());
+      if (const auto* discard = std::get_if<Discard>(&op)) {
+        discards_.discard(*discard, sites_.discards.at(discard), values, kept, implementation_);
+        ++obs_.op_executions;
+        continue;
+      }
       Values outputs = std::visit([&](const auto& o) { return run(o, values); }, op);
       ++obs_.op_executions;
+      if (last_kept_) kept[static_cast<int>(values.size())] = std::move(last_kept_);
+      last_kept_.reset();
       for (Value& output : outputs) values.push_back(std::move(output));
     }
     Values outputs;
@@ -120,8 +130,12 @@ class Interpreter {
     return stashes;
   }
 
+  // The iteration's discard records (IterationRecord::discards); lets go of what they held.
+  std::vector<DiscardRecord> finish_discards() { return discards_.finish(); }
+
   void start_iteration(int i) {
     iteration = i;
+    last_kept_.reset();
     recomputation_inputs.clear();
     scopes_->reset();
   }
@@ -284,6 +298,8 @@ class Interpreter {
     return run_segment(*op.body, args);
   }
 
+  Values run(const Discard&, const Values&) { throw std::logic_error("a discard runs in run_segment"); }
+
   Values run(const Fork& op, const Values& v) {
     Values args;
     for (int ref : op.args) args.push_back(v.at(ref));
@@ -355,7 +371,13 @@ class Interpreter {
         AllocationScopes& scopes;
         ~Leave() { scopes.leave(); }
       } leave{*scopes_};
-      outputs = implementation_.apply(run_function, CallSettings{op.distribute, op.options}, args);
+      if (op.without_output) {
+        auto [returned_outputs, handle] = implementation_.apply_without_output(run_function, CallSettings{op.distribute, op.options}, args);
+        outputs = std::move(returned_outputs);
+        last_kept_ = Discards::keep(site, std::move(handle), calls, outputs);
+      } else {
+        outputs = implementation_.apply(run_function, CallSettings{op.distribute, op.options}, args);
+      }
     }
     scope_backward_of(sites_.checkpoints.at(&op), outputs);
     RecomputationInputs::mark_when_backward_returns(outputs, returned);
@@ -373,6 +395,8 @@ class Interpreter {
   Observations& obs_;
   Sites sites_;
   std::map<const Stash*, Value> stash_;
+  Discards discards_;
+  std::shared_ptr<KeptCheckpoint> last_kept_;  // the checkpoint without output that just returned
   int recomputing_ = 0;  // recomputations in progress
   std::shared_ptr<AllocationScopes> scopes_ = std::make_shared<AllocationScopes>();
 };
@@ -460,6 +484,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
   // returned count, and memory is not measured.
   auto record_state_after = [&](IterationRecord& record) {
     const bool completed = !record.error;
+    record.discards = interpreter.finish_discards();  // before the floor: the records' tensors are the harness's
     if (completed && allocations) {
       const std::vector<memory::Allocation> made = allocations->take();
       if (!allocations->overflowed()) interpreter.name_allocations(made, record.allocations);

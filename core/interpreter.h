@@ -11,6 +11,7 @@
 #include "core/case.h"
 #include "core/errors.h"
 #include "core/checkpoint_interface.h"
+#include "core/discards.h"
 #include "core/leaves.h"
 #include "core/memory.h"
 #include "core/rng.h"
@@ -94,6 +95,9 @@ struct IterationRecord {
   std::vector<std::string> gradients_held_elsewhere;
   // What every stash op that ran keeps, in the case's order of its ops; after an error too.
   std::vector<StashRecord> stashed;
+  // Every checkpoint a discard op named in this iteration, in the order the discards ran; after
+  // an error too (then the outputs as the error left them).
+  std::vector<DiscardRecord> discards;
   // Every recomputation input still alive after an iteration that completed, and what holds it,
   // recorded before the harness lets go of their .grad (MemoryRecord::released_bytes).
   std::vector<AliveInput> alive_inputs;

@@ -227,6 +227,13 @@ std::string export_python(const Case& c, const ExportOptions& options) {
     throw std::invalid_argument("--checkpoint: expected megatron, megatron-clearing, torch or torch-non-reentrant, got '" +
                                 options.checkpoint + "'");
   }
+  if (any_op(c.root, [](const Op& op) {
+        const auto* checkpoint = std::get_if<Checkpoint>(&op);
+        return std::holds_alternative<Discard>(op) || (checkpoint != nullptr && checkpoint->without_output);
+      })) {
+    throw std::invalid_argument("export-python does not write checkpoints without output (Megatron's "
+                                "CheckpointWithoutOutput) yet: replay the case with recheck");
+  }
   std::string names;
   for (const char* p : kProperties) names += (names.empty() ? "" : ", ") + std::string(p);
   // Every comma-separated name known, an empty one too ("grads-bitwise," is refused: the

@@ -41,6 +41,11 @@ class FeatureWalker {
                     : r->when == Raise::When::recompute ? "raise in recomputation"
                                                         : "raise in the first iteration only");
       }
+      if (const auto* d = std::get_if<Discard>(&op)) {
+        out_.insert(d->checkpoints.size() > 1 ? "discard: several checkpoints under one hook" : "discard");
+        if (!values.at(d->hook).requires_grad) out_.insert("discard: hook does not require grad");
+        if (depth > 0) out_.insert("discard inside a checkpoint");
+      }
       if (const auto* a = std::get_if<Autocast>(&op)) {
         out_.insert(std::string("autocast ") + (a->enabled ? "on" : "off") + (depth > 0 ? " inside a checkpoint" : ""));
         if (a->enabled) out_.insert(std::string("autocast dtype: ") + (a->dtype == Autocast::Precision::float16 ? "float16" : "bfloat16"));
@@ -55,6 +60,7 @@ class FeatureWalker {
         produced = walk(*f->body, args, depth, true);
       } else if (const auto* c = std::get_if<Checkpoint>(&op)) {
         ++checkpoints;
+        if (c->without_output) out_.insert(depth > 0 ? "checkpoint without output, nested" : "checkpoint without output");
         produced = walk_checkpoint(*c, values, input_count, depth, in_fork);
       } else {
         produced = plain_op_facts(op, values);

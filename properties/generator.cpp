@@ -19,6 +19,7 @@ GenOptions options_for(GenOptions options, const CheckpointImplementation& sut) 
   options.tracker_rng = options.tracker_rng && sources.tracker;
   if (!sut.distributes(options.device == "cuda")) options.distribute_one_in = 0;
   options.call_options = sut.call_options();
+  options.without_output = sut.runs_without_output();
   return options;
 }
 

@@ -27,6 +27,9 @@ struct GenOptions {
   // The checkpoint function's own call options, drawn for each checkpoint (a variant's
   // call_options; none for Megatron's).
   std::vector<CallOption> call_options;
+  // Checkpoints without output and discards of their outputs (a variant that runs them:
+  // CheckpointImplementation::runs_without_output).
+  bool without_output = false;
 };
 
 // `options` narrowed to what `sut` runs: its RNG sources, no distributing checkpoint if it cannot

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "properties/body_state.h"
+#include "properties/discard_properties.h"
 #include "properties/records.h"
 #include "suts/subject.h"
 
@@ -481,6 +482,14 @@ const std::vector<Property>& properties() {
        "after each iteration the floor is no higher than eager mode's: nothing checkpointing stored, recomputed or "
        "collected outlives backward",
        memory_eager_floor, /*claim_of_change=*/false, /*reads_eager=*/true},
+      {"discard-own-outputs",
+       "a discard frees and changes nothing of the caller's but the checkpoint's outputs (and views of them made "
+       "after it)",
+       discard_own_outputs},
+      {"discard-recomputed",
+       "each output a discard freed is recomputed exactly once, and after the iteration holds its forward's data, "
+       "dtype and storage size",
+       discard_recomputed},
   };
   return all;
 }

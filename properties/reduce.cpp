@@ -33,6 +33,10 @@ void for_each_ref(Op& op, const std::function<void(int&)>& f) {
     void operator()(Autocast& o) const {
       for (int& a : o.args) f(a);
     }
+    void operator()(Discard& o) const {
+      for (int& c : o.checkpoints) f(c);
+      f(o.hook);
+    }
   };
   std::visit(Visit{f}, op);
 }

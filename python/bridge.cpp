@@ -308,6 +308,17 @@ class Interpreter {
   static inline PyGILState_STATE fork_state_;
 };
 
+// A Python object a checkpoint without output left (Megatron's CheckpointWithoutOutput), let go
+// of with the GIL.
+struct PythonKept : KeptOutputs {
+  explicit PythonKept(py::object kept) : object(std::move(kept)) {}
+  ~PythonKept() override {
+    py::gil_scoped_acquire gil;
+    object = py::object();
+  }
+  py::object object;
+};
+
 class PythonCheckpoint : public CheckpointImplementation {
  public:
   // `claims`: the code is the change itself (python-change:), held to its claims with no wrapper.
@@ -325,7 +336,10 @@ class PythonCheckpoint : public CheckpointImplementation {
       distributes_ = resolved[5].cast<bool>();
       keeps_flag_ = py::hasattr(module_, "IS_CHECKPOINTING");
       call_options_ = read_call_options(module_);
-      code_ = "Python " + std::string(py::str(resolved[4])) + ":" + attr;
+      // A subject's module names the code its variants run ("MODULE:NAME", its CODE) where that is
+      // not the function a spec names: then every variant of it is the same code.
+      const std::string logical = py::str(resolved[4]);
+      code_ = "Python " + (logical.find(':') == std::string::npos ? logical + ":" + attr : logical);
       if (clearing) {
         if (style_ != "megatron" || !py::hasattr(function_, "apply") || !py::hasattr(module_, "detach_variable")) {
           throw std::invalid_argument("python-clearing: " + module_name + ":" + attr +
@@ -406,12 +420,42 @@ class PythonCheckpoint : public CheckpointImplementation {
     }
   }
 
+  bool runs_without_output() const override { return style_ == "without_output"; }
+
+  std::pair<Values, std::shared_ptr<KeptOutputs>> apply_without_output(const RunFunction& run_function,
+                                                                       const CallSettings& /*call*/,
+                                                                       const Values& args) override {
+    py::gil_scoped_acquire gil;
+    try {
+      py::tuple py_args(args.size());
+      for (size_t i = 0; i < args.size(); ++i) py_args[i] = to_python(args[i]);
+      py::object body = py::cast(Body{run_function});
+      py::tuple result = Interpreter::get().bridge().attr("call_without_output")(function_, body, py_args);
+      Values outputs;
+      for (py::handle output : result[0]) outputs.push_back(from_python(output));
+      return {std::move(outputs), std::make_shared<PythonKept>(result[1])};
+    } catch (const py::error_already_set& e) {
+      throw CrossingPythonError(e);
+    }
+  }
+
+  void discard_outputs(const std::vector<std::shared_ptr<KeptOutputs>>& kept, const at::Tensor& hook) override {
+    py::gil_scoped_acquire gil;
+    try {
+      py::list objects;
+      for (const auto& one : kept) objects.append(static_cast<const PythonKept&>(*one).object);
+      Interpreter::get().bridge().attr("discard")(function_, objects, wrap(hook));
+    } catch (const py::error_already_set& e) {
+      throw CrossingPythonError(e);
+    }
+  }
+
   std::vector<CallOption> call_options() const override { return call_options_; }
 
   RngSources rng_sources(bool on_cuda) const override {
     // PyTorch's checkpoint stashes the CPU state and the states of the devices its tensor
     // arguments are on: on CPU, not the stand-in. Megatron's manages all three.
-    if (style_ != "megatron") return RngSources{true, on_cuda, false};
+    if (style_ != "megatron" && style_ != "without_output") return RngSources{true, on_cuda, false};
     return RngSources{true, true, has_tracker_};
   }
 

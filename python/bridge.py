@@ -132,8 +132,16 @@ def resolve(module_name, attr):
     if not hasattr(module, attr):
         raise AttributeError(f"module {module_name} has no attribute {attr}")
     # A module declares another calling style itself: "function", called as
-    # function(body, *args, **options) (a subject's variants, python/torch_non_reentrant/variants.py).
+    # function(body, *args, **options) (a subject's variants, python/torch_non_reentrant/variants.py),
+    # or "without_output": ATTR() makes a checkpoint without output (WithoutOutput).
     style = getattr(module, "CHECKPOINT_STYLE", style)
+    function = getattr(module, attr)
+    code = None
+    if style == "without_output":
+        function = WithoutOutput(module, function)
+        code = getattr(module, "CODE", None)
+        # The Megatron module the variants run: its RNG helpers, tracker and flag are the run's.
+        module = module.MEGATRON_MODULE
     has_tracker = hasattr(module, "get_cuda_rng_tracker") and hasattr(module, "model_parallel_cuda_manual_seed")
     if has_tracker:
         check_tracker(module)
@@ -146,7 +154,7 @@ def resolve(module_name, attr):
 
         stem = os.path.splitext(os.path.basename(module_name))[0]
         logical = (module.__package__ + "." if module.__package__ else "") + stem
-    return module, getattr(module, attr), style, has_tracker, logical, style == "megatron" and distributes(module)
+    return module, function, style, has_tracker, code or logical, style == "megatron" and distributes(module)
 
 
 def provenance(module):
@@ -401,9 +409,40 @@ def cuda_ready():
     torch.cuda.init()
 
 
+class WithoutOutput:
+    """The variants of a subject whose checkpoints discard their outputs (CHECKPOINT_STYLE
+    "without_output", python/megatron_without_output/variants.py): `make()` gives an object with
+    Megatron's CheckpointWithoutOutput interface (checkpoint, discard_output_and_register_recompute);
+    the cases' plain checkpoints call the module's checkpoint(body, distribute, *args); one discard of
+    several goes to the module's discard_together(objects, hook) where it has one (a manager)."""
+
+    def __init__(self, module, make):
+        self.module = module
+        self.make = make
+
+
+def call_without_output(function, body, args):
+    """Runs a checkpoint without output: its outputs, and the object that discards them."""
+    if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
+        cuda_ready()
+    kept = function.make()
+    return as_tuple(kept.checkpoint(body, *args)), kept
+
+
+def discard(function, kept, hook):
+    together = getattr(function.module, "discard_together", None)
+    if together is not None:
+        together(kept, hook)
+        return
+    for one in kept:
+        one.discard_output_and_register_recompute(hook)
+
+
 def call(function, style, body, distribute, args, options):
     if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
         cuda_ready()
+    if style == "without_output":
+        return as_tuple(function.module.checkpoint(body, distribute, *args))
     if style == "torch":
         return as_tuple(function(body, *args, use_reentrant=True))
     if style == "function":

@@ -6,8 +6,12 @@
 namespace recheck::python {
 
 void register_torch_non_reentrant();  // python/torch_non_reentrant/: PyTorch's non-reentrant checkpoint
+void register_megatron_without_output();  // python/megatron_without_output/: Megatron's CheckpointWithoutOutput
 
 // Every one above.
-inline void register_bridge_subjects() { register_torch_non_reentrant(); }
+inline void register_bridge_subjects() {
+  register_torch_non_reentrant();
+  register_megatron_without_output();
+}
 
 }  // namespace recheck::python

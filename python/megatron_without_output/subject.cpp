@@ -1,0 +1,73 @@
+// The subject megatron-checkpoint-without-output: Megatron's CheckpointWithoutOutput, whose outputs
+// the caller discards after later ops read them and whose recomputation a later tensor's gradient
+// triggers; as released in megatron-core, with the clearing change in its backward (the change under
+// test), and with the mutants of variants.py beside this file (the module
+// recheck_megatron_without_output, embedded in recheck). Cases for it hold checkpoints without
+// output, discard ops and Megatron's CheckpointFunction around and inside them. Eager mode judges
+// what the released function fails alike (pre-existing); what the change or a mutant fails where the
+// released function holds is a regression. docs/adding-a-subject.md walks through a subject.
+#include "embedded/megatron_without_output_py.h"
+#include "python/bridge.h"
+#include "python/subjects.h"
+#include "suts/checkpoint.h"
+#include "suts/subject.h"
+
+namespace recheck::python {
+
+namespace {
+
+constexpr const char* kModule = "recheck_megatron_without_output";
+
+// The released function first (the oracle), then the change and the mutants, each a function of
+// the module; the description's first word says which.
+const std::vector<Alias>& variants() {
+  static const std::vector<Alias> all = {
+      {"megatron-without-output", "python:recheck_megatron_without_output:released",
+       "Megatron's CheckpointWithoutOutput as released in megatron-core (fp8=None)"},
+      {"megatron-without-output-clearing", "python-change:recheck_megatron_without_output:clearing",
+       "change: the clearing change in CheckpointWithoutOutputFunction's backward (detached inputs' .grad reset)"},
+      {"megatron-without-output-rng-not-restored", "python:recheck_megatron_without_output:rng_not_restored",
+       "mutant: the recomputation runs from backward's RNG states, not forward's"},
+      {"megatron-without-output-not-copied-back", "python:recheck_megatron_without_output:not_copied_back",
+       "mutant: the recomputation gives the outputs their storage back without the recomputed bytes"},
+  };
+  return all;
+}
+
+Subject megatron_without_output() {
+  Subject subject;
+  subject.name = "megatron-checkpoint-without-output";
+  subject.description = "Megatron's CheckpointWithoutOutput (megatron-core), through the Python bridge";
+  subject.change = "megatron-without-output-clearing";
+  subject.oracle = "megatron-without-output";
+  for (const Alias& variant : variants()) {
+    const std::string attr = variant.spec.substr(variant.spec.rfind(':') + 1);
+    VariantKind kind = VariantKind::change;
+    if (variant.description.rfind("mutant: ", 0) == 0) kind = VariantKind::mutant;
+    const bool released = variant.name == subject.oracle;
+    if (released) kind = VariantKind::oracle;
+    subject.implementations.push_back({variant.name, variant.description, kind,
+                                       kind == VariantKind::mutant ? subject.oracle : "", "",
+                                       released ? "" : std::string(kModule) + "." + attr});
+  }
+  subject.make = [](const std::string& name) { return make_checkpoint(name); };
+  // Held against eager mode and the released function; the clearing change's claims (grad-released,
+  // memory-floor) as for CheckpointFunction; discards free and recompute only the checkpoint's own
+  // outputs. Megatron's CheckpointWithoutOutput sets no is-checkpointing flag: flag-in-body is left out.
+  subject.properties = {"grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager",
+                        "rng-restored",  "errors-match",    "no-side-effects",   "stash-kept",
+                        "stash-grads",   "grad-released",   "memory-floor",      "memory-eager-floor",
+                        "discard-own-outputs", "discard-recomputed"};
+  subject.exported_as = [](const std::string&) { return "megatron-without-output"; };
+  return subject;
+}
+
+}  // namespace
+
+void register_megatron_without_output() {
+  embed_module({kModule, "python/megatron_without_output/variants.py", embedded::kMegatronWithoutOutputPy});
+  for (const Alias& variant : variants()) add_alias(variant);
+  register_subject(megatron_without_output());
+}
+
+}  // namespace recheck::python

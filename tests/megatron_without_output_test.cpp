@@ -1,0 +1,214 @@
+// The third subject, megatron-checkpoint-without-output (python/megatron_without_output/): Megatron's
+// CheckpointWithoutOutput from megatron-core, whose outputs a discard op frees and whose
+// recomputation a later tensor's gradient triggers; the case model's checkpoints without output and
+// discards, the properties they need, and the clearing change's question for this function.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+#include <string>
+
+#include "core/case.h"
+#include "core/interpreter.h"
+#include "oracles/eager.h"
+#include "properties/generator.h"
+#include "properties/report.h"
+#include "python/bridge.h"
+#include "suts/checkpoint.h"
+#include "suts/subject.h"
+#include "tests/paths.h"
+#include "tests/shell.h"
+
+namespace recheck {
+namespace {
+
+const Subject& subject() {
+  python::register_bridge();
+  return find_subject("megatron-checkpoint-without-output");
+}
+
+// x [4, 3], w [3, 3]: v2 = checkpoint_without_output(x){ body }, v3 = v2 @ w, then the outputs
+// discarded with the recomputation on v3's gradient; the case returns v3.
+Case discarded_case(Segment body, bool stash_input = false) {
+  Case c;
+  Leaf x, w;
+  x.shape = {4, 3};
+  w.shape = {3, 3};
+  c.leaves = {x, w};
+  if (stash_input) body.ops.insert(body.ops.begin(), Stash{0});
+  Checkpoint checkpoint;
+  checkpoint.without_output = true;
+  checkpoint.args = {Ref{0}};
+  checkpoint.body = Box<Segment>(std::move(body));
+  c.root.ops.push_back(std::move(checkpoint));
+  c.root.ops.push_back(Matmul{2, 1});
+  c.root.ops.push_back(Discard{{2}, 3});
+  c.root.outputs = {3};
+  validate(c);
+  return c;
+}
+
+Segment tanh_body() {
+  Segment body;
+  body.ops = {Unary{Unary::Fn::tanh, 0}};
+  body.outputs = {1};
+  return body;
+}
+
+const PropertyResult& result_of(const CaseResult& result, const std::string& property) {
+  for (const PropertyResult& r : result.results) {
+    if (r.property == property) return r;
+  }
+  throw std::runtime_error(property + " not reported: " + describe_results(result.results));
+}
+
+uint64_t first_alarm(CheckpointImplementation& oracle, CheckpointImplementation& sut, uint64_t first, int cases) {
+  const GenOptions options = options_for(GenOptions{}, oracle);
+  for (int i = 0; i < cases; ++i) {
+    const uint64_t seed = first + static_cast<uint64_t>(i);
+    if (check_case(draw_case(options, seed), oracle, sut).has_alarm()) return seed;
+  }
+  return 0;
+}
+
+TEST(MegatronWithoutOutput, the_subject_declares_the_released_function_the_change_and_mutants_made_in_it) {
+  const Subject& s = subject();
+  EXPECT_EQ(s.oracle, "megatron-without-output");
+  EXPECT_EQ(s.change, "megatron-without-output-clearing");
+  EXPECT_GE(s.of_kind(VariantKind::mutant).size(), 2u);
+  for (const SubjectImplementation* mutant : s.of_kind(VariantKind::mutant)) EXPECT_EQ(mutant->made_from, s.oracle);
+  auto released = s.make(s.oracle);
+  EXPECT_TRUE(released->runs_without_output());
+  EXPECT_EQ(released->code(), s.make(s.change)->code());  // one code: allocations compared
+  EXPECT_TRUE(options_for(GenOptions{}, *released).without_output);
+}
+
+TEST(MegatronWithoutOutput, a_case_with_a_checkpoint_without_output_is_refused_where_none_runs) {
+  auto port = make_checkpoint(default_subject().oracle);
+  const Case c = discarded_case(tanh_body());
+  try {
+    check_case(c, *port, *port);
+    FAIL() << "the C++ port ran a checkpoint without output";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("root.ops[0] runs without output"), std::string::npos) << e.what();
+  }
+}
+
+// The released function frees the output at the discard, the consumer's gradient recomputes it
+// once, and the gradients are eager mode's.
+TEST(MegatronWithoutOutput, a_discarded_output_is_freed_recomputed_once_and_the_gradients_are_eager_mode_s) {
+  auto released = subject().make(subject().oracle);
+  const Case c = discarded_case(tanh_body());
+  const Observations run = run_case(c, *released);
+  ASSERT_FALSE(run.error) << run.error->error.message;
+  ASSERT_EQ(run.iterations.at(0).discards.size(), 1u);
+  const DiscardRecord& d = run.iterations.at(0).discards.at(0);
+  EXPECT_TRUE(d.freed);
+  EXPECT_EQ(d.recomputations, 1);
+  EXPECT_TRUE(d.touched.empty());
+  EagerExecution eager;
+  const Observations eager_run = run_case(c, eager);
+  EXPECT_FALSE(eager_run.iterations.at(0).discards.at(0).freed);  // eager mode frees nothing
+
+  const CaseResult result = check_case(c, *released, *released, RunOptions{}, EagerRun::always);
+  std::set<std::string> reported;
+  for (const PropertyResult& r : result.results) {
+    EXPECT_EQ(r.classification, Classification::pass) << r.property << ": " << describe_results(result.results);
+    reported.insert(r.property);
+  }
+  EXPECT_EQ(reported, std::set<std::string>(subject().properties.begin(), subject().properties.end()));
+}
+
+// A body that returns its argument: the output the function returns is a view of the caller's x,
+// and the discard frees x's storage with it. Eager mode has nothing to free.
+TEST(MegatronWithoutOutput, discard_own_outputs_tells_a_discard_that_frees_the_caller_s_argument) {
+  auto released = subject().make(subject().oracle);
+  Segment identity;
+  identity.outputs = {0};
+  const Case c = discarded_case(std::move(identity));
+  const CaseResult result = check_case(c, *released, *released, RunOptions{}, EagerRun::always);
+  const PropertyResult& own = result_of(result, "discard-own-outputs");
+  EXPECT_FALSE(own.sut.holds);
+  EXPECT_EQ(own.classification, Classification::pre_existing);
+  EXPECT_NE(own.sut.detail.find("v0: storage 48 -> 0 bytes"), std::string::npos) << own.sut.describe();
+}
+
+// The mutant that gives the outputs their storage back without the recomputed bytes: the output
+// reads zeros after backward, which discard-recomputed tells (and the gradients, through it).
+TEST(MegatronWithoutOutput, discard_recomputed_tells_outputs_given_back_without_their_data) {
+  auto released = subject().make(subject().oracle);
+  auto mutant = subject().make("megatron-without-output-not-copied-back");
+  const CaseResult result = check_case(discarded_case(tanh_body()), *released, *mutant, RunOptions{}, EagerRun::always);
+  const PropertyResult& recomputed = result_of(result, "discard-recomputed");
+  EXPECT_EQ(recomputed.classification, Classification::regression) << recomputed.sut.describe();
+  EXPECT_NE(recomputed.sut.detail.find("differs from forward's"), std::string::npos) << recomputed.sut.describe();
+}
+
+// The change's question for this function: a body that keeps its input (a module caching it)
+// keeps the detached recomputation input alive, and with it the .grad backward collected from it,
+// as in CheckpointFunction; the clearing change applied to this backward lets go of it.
+TEST(MegatronWithoutOutput, a_stashed_recomputation_input_keeps_its_grad_unless_the_change_clears_it) {
+  auto released = subject().make(subject().oracle);
+  auto clearing = subject().make(subject().change);
+  const Case c = discarded_case(tanh_body(), /*stash_input=*/true);
+  const Observations kept = run_case(c, *released);
+  ASSERT_FALSE(kept.error);
+  EXPECT_EQ(kept.iterations.at(0).detached_inputs_holding_grad.size(), 1u);
+  const Observations cleared = run_case(c, *clearing);
+  ASSERT_FALSE(cleared.error);
+  EXPECT_TRUE(cleared.iterations.at(0).detached_inputs_holding_grad.empty());
+  const CaseResult result = check_case(c, *released, *clearing, RunOptions{}, EagerRun::always);
+  EXPECT_FALSE(result.has_alarm()) << describe_results(result.results);
+  EXPECT_TRUE(result_of(result, "grad-released").sut.holds);
+  EXPECT_FALSE(result_of(result, "grad-released").oracle.holds);
+}
+
+TEST(MegatronWithoutOutput, its_mutants_are_killed) {
+  const Subject& s = subject();
+  auto oracle = s.make(s.oracle);
+  for (const SubjectImplementation* mutant : s.of_kind(VariantKind::mutant)) {
+    auto sut = s.make(mutant->name);
+    EXPECT_NE(first_alarm(*oracle, *sut, 1, 300), 0u) << mutant->name << " survived 300 cases";
+  }
+}
+
+TEST(MegatronWithoutOutput, the_clearing_change_raises_no_alarm) {
+  const Subject& s = subject();
+  auto oracle = s.make(s.oracle);
+  auto change = s.make(s.change);
+  EXPECT_EQ(first_alarm(*oracle, *change, 1, 150), 0u);
+}
+
+TEST(MegatronWithoutOutput, generated_cases_hold_checkpoints_without_output_and_discards) {
+  auto released = subject().make(subject().oracle);
+  const GenOptions options = options_for(GenOptions{}, *released);
+  std::set<std::string> seen;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    for (const std::string& feature : case_features(draw_case(options, seed))) seen.insert(feature);
+  }
+  for (const char* feature : {"checkpoint without output", "checkpoint without output, nested", "discard",
+                              "discard: several checkpoints under one hook", "discard: hook does not require grad",
+                              "discard inside a checkpoint"}) {
+    EXPECT_EQ(seen.count(feature), 1u) << feature;
+  }
+  // Megatron's CheckpointFunction's cases draw none.
+  for (uint64_t seed = 1; seed <= 100; ++seed) {
+    const Case c = draw_case(GenOptions{}, seed);
+    EXPECT_FALSE(any_op(c.root, [](const Op& op) { return std::holds_alternative<Discard>(op); }));
+  }
+}
+
+// The findings' standalone scripts (docs/scripts/), with torch and megatron-core alone: each
+// shows its finding (exit 1).
+TEST(MegatronWithoutOutput, the_findings_standalone_scripts_show_them) {
+  const std::string python = std::string(test_paths::python_executable()) + " " + test_paths::source_dir() + "/docs/scripts/";
+  const auto frees = test_shell::run_shell(python + "without_output_discard_frees_argument.py 2>&1");
+  EXPECT_EQ(frees.exit_code, 1) << frees.output;
+  EXPECT_NE(frees.output.find("x's storage: 48 bytes before the discard, 0 after"), std::string::npos) << frees.output;
+  const auto fp8 = test_shell::run_shell(python + "without_output_fp8_default.py 2>&1");
+  EXPECT_EQ(fp8.exit_code, 1) << fp8.output;
+  EXPECT_NE(fp8.output.find("CheckpointWithoutOutput(fp8=False).fp8 = True"), std::string::npos) << fp8.output;
+}
+
+}  // namespace
+}  // namespace recheck
