@@ -1,4 +1,6 @@
 // recheck run: draw random cases, check every property of a variant against the oracle.
+#include <sys/wait.h>
+
 #include <chrono>
 #include <iomanip>
 #include <iostream>
@@ -17,6 +19,7 @@
 #include "runner/hunt.h"
 #include "runner/interrupts.h"
 #include "runner/ranks.h"
+#include "runner/worker_process.h"
 
 #include <ATen/Parallel.h>
 #include <random>
@@ -68,10 +71,12 @@ options:
   --no-isolate      check cases in this process (for a debugger); by default they run in a
                     worker process, and a case that crashes it (abort, segmentation fault) is
                     reported as a `crash` finding with its case saved, and the run goes on;
-                    a worker the kernel's out-of-memory killer ends is a skipped case instead
+                    the oracle then runs the case alone in a worker: a crash it makes too is
+                    the released function's (pre-existing, reported, not a failure); a worker
+                    the kernel's out-of-memory killer ends is a skipped case instead
 
 Ctrl-C or SIGTERM stops the run within a second: the summary so far, a complete --json report
-marked interrupted. Exit codes: 0 nothing found; 1 a regression, divergence or crash; 2 bad
+marked interrupted. Exit codes: 0 nothing found; 1 a regression, divergence or crash the oracle does not make; 2 bad
 usage, or the cases cannot run (the device, a variant); 130 (143 for SIGTERM) interrupted with
 nothing found, so that a cancelled CI job does not read green.
 )";
@@ -235,6 +240,7 @@ int command_run(const Args& args) {
     if (jobs > 1 && gen.device == "cuda") compat::cuda_limit_memory_fraction(1.0 / jobs);
   };
   int64_t crashes = 0;
+  int64_t pre_existing_crashes = 0;  // crashes the oracle makes alone too
   std::string worker_failed;
   if (args.flag("no-isolate")) {
     try {
@@ -254,11 +260,27 @@ int command_run(const Args& args) {
         return;
       }
       ++crashes;
+      // A crash the oracle makes too, run alone on the case in a worker of its own, is the
+      // released function's (pre-existing): reported, not a failure of the run.
+      std::string oracle_end;
+      if (case_lost.error.empty()) {
+        runner::WorkerProcess alone;
+        alone.start([&](FILE*, int) {
+          ready();
+          RunOptions options = run_options;
+          options.measure_memory = false;
+          (void)run_case(draw_case(gen, seed + static_cast<uint64_t>(index)), *oracle, options);
+        }, /*with_input=*/false);
+        const std::string ended = alone.stop();
+        if (WIFSIGNALED(alone.status())) oracle_end = "the worker process running it alone " + ended;
+      }
+      if (!oracle_end.empty()) ++pre_existing_crashes;
       // An exception that ended the worker in a case (not a crash of the variant: code the check
       // could not run, a Python variant's module of another version) says what it was.
-      report_finding(index, kCrashProperty, kCrash, true,
+      report_finding(index, kCrashProperty, kCrash, oracle_end.empty(),
                      "the worker process " + case_lost.status + (case_lost.error.empty() ? "" : ": " + case_lost.error),
-                     "");
+                     oracle_end);
+      if (!oracle_end.empty()) findings.back()["pre_existing"] = true;
     };
     const runner::HuntOutcome outcome = runner::hunt_in_workers(jobs, {prepare, should_stop, check, handle, lost});
     if (!outcome.failed.empty()) {
@@ -279,13 +301,18 @@ int command_run(const Args& args) {
   }
   add_logged(logged, summary.logged());
   std::cout << logged_summary(logged);
-  if (crashes > 0) std::cout << "crashes: " << crashes << " cases crashed the worker process\n";
+  if (crashes > 0) {
+    std::cout << "crashes: " << crashes << " cases crashed the worker process";
+    if (pre_existing_crashes > 0) std::cout << ", " << pre_existing_crashes << " of them with the oracle alone too (pre-existing)";
+    std::cout << "\n";
+  }
+  const int64_t new_crashes = crashes - pre_existing_crashes;
   if (!worker_failed.empty()) {
     std::cout << "ERROR: " << worker_failed << "\n";
   }
-  if (summary.alarms() + crashes > 0) {
-    std::cout << "FAIL: " << summary.alarms() << " regression or divergent verdicts, " << crashes
-              << " crashes; cases written to " << out_dir << "/\n";
+  if (summary.alarms() + new_crashes > 0) {
+    std::cout << "FAIL: " << summary.alarms() << " regression or divergent verdicts, " << new_crashes
+              << " crashes the oracle does not make; cases written to " << out_dir << "/\n";
   } else if (worker_failed.empty()) {  // otherwise the error above is the outcome
     std::cout << "OK: no regression, no divergence";
     if (summary.count(Classification::pre_existing) > 0) {
@@ -310,6 +337,7 @@ int command_run(const Args& args) {
                    {"op_executions", op_executions},
                    {"interrupted", runner::interrupted()},
                    {"crashes", crashes},
+                   {"pre_existing_crashes", pre_existing_crashes},
                    {"skipped", summary.skipped()},
                    {"error", worker_failed.empty() ? json() : json(worker_failed)},
                    {"summary", summary.to_json()},
@@ -326,7 +354,7 @@ int command_run(const Args& args) {
     if (args.has("json")) write_json_report(args.get("json", "-"), report);
     if (args.has("junit")) write_file_atomically(args.get("junit", ""), junit_xml(report));
   }
-  if (summary.alarms() + crashes > 0) return 1;
+  if (summary.alarms() + new_crashes > 0) return 1;
   return worker_failed.empty() ? 0 : 2;
 }
 

@@ -25,9 +25,11 @@ namespace recheck {
 
 namespace {
 
-// The harness's own copies are not counted by the memory probe.
+// The harness's own copies are not counted by the memory probe. A tensor whose storage no longer
+// holds its elements (a discarded output, or a tensor sharing its storage) is recorded as no
+// tensor: reading it would read freed memory.
 at::Tensor clone_for_record(const at::Tensor& t) {
-  if (!t.defined()) return t;
+  if (!t.defined() || !data_allocated(t)) return at::Tensor();
   memory::Uncounted uncounted;
   return t.detach().to(at::kCPU).clone();
 }
@@ -35,6 +37,12 @@ at::Tensor clone_for_record(const at::Tensor& t) {
 const at::Tensor& expect_tensor(const Value& value, const char* op) {
   if (!is_tensor(value)) {
     throw PythonError("TypeError", std::string(op) + "() expects a tensor, got " + python_type_name(value));
+  }
+  // A discarded output read before its recomputation: libtorch's kernels would read freed memory
+  // (a crash), so the op raises, as an op of a checked build would.
+  if (!data_allocated(as_tensor(value))) {
+    throw PythonError("RuntimeError", std::string(op) + "() reads a tensor whose storage holds none of its elements "
+                                                         "(a discarded output not recomputed yet)");
   }
   return as_tensor(value);
 }

@@ -413,7 +413,8 @@ class WithoutOutput:
     """The variants of a subject whose checkpoints discard their outputs (CHECKPOINT_STYLE
     "without_output", python/megatron_without_output/variants.py): `make()` gives an object with
     Megatron's CheckpointWithoutOutput interface (checkpoint, discard_output_and_register_recompute);
-    the cases' plain checkpoints call the module's checkpoint(body, distribute, *args); one discard of
+    the cases' plain checkpoints call the variant's plain_checkpoint, else the module's
+    checkpoint(body, distribute, *args); one discard of
     several goes to the module's discard_together(objects, hook) where it has one (a manager)."""
 
     def __init__(self, module, make):
@@ -442,7 +443,8 @@ def call(function, style, body, distribute, args, options):
     if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
         cuda_ready()
     if style == "without_output":
-        return as_tuple(function.module.checkpoint(body, distribute, *args))
+        plain = getattr(function.make, "plain_checkpoint", function.module.checkpoint)
+        return as_tuple(plain(body, distribute, *args))
     if style == "torch":
         return as_tuple(function(body, *args, use_reentrant=True))
     if style == "function":

@@ -8,6 +8,8 @@ CheckpointFunction as released (`checkpoint` below). recheck's Python bridge run
 module recheck_megatron_without_output (embedded in recheck); the subject is declared beside it
 (subject.cpp). docs/adding-a-subject.md walks through a subject.
 """
+import sys
+
 import torch
 from megatron.core.tensor_parallel import random as megatron_random
 
@@ -22,7 +24,7 @@ CODE = "megatron.core.tensor_parallel.random:CheckpointWithoutOutput"
 
 def checkpoint(body, distribute, *args):
     """A plain checkpoint of these cases, around or inside checkpoints without output: Megatron's
-    CheckpointFunction as released."""
+    CheckpointFunction as released (a variant may name another as its plain_checkpoint)."""
     return megatron_random.CheckpointFunction.apply(body, distribute, *args)
 
 
@@ -65,9 +67,21 @@ class _Clearing(_WithFunction):
     function = _ClearingFunction
 
 
+# CheckpointFunction with the PR's change, as recheck's bridge applies it (python/pr_wrapper.py).
+_ClearingCheckpointFunction = sys.modules["recheck_bridge"].clearing(megatron_random.CheckpointFunction, megatron_random)
+
+
+def _clearing_checkpoint(body, distribute, *args):
+    return _ClearingCheckpointFunction.apply(body, distribute, *args)
+
+
 def clearing():
-    """The change: CheckpointWithoutOutput with the clearing change in its backward."""
+    """The change: CheckpointWithoutOutput with the clearing change in its backward, and the plain
+    checkpoints around and inside it with the PR's change to CheckpointFunction."""
     return _Clearing(fp8=None)
+
+
+clearing.plain_checkpoint = _clearing_checkpoint
 
 
 # Mutants: each one plausible mistake in CheckpointWithoutOutput.
