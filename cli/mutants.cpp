@@ -1,5 +1,6 @@
 // recheck mutants: hunt every mutant variant, and check the correct ones raise no alarm.
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <iomanip>
 #include <iostream>
@@ -14,12 +15,34 @@
 #include "properties/report.h"
 #include "properties/corpus.h"
 #include "runner/interrupts.h"
+#include "runner/isolated_check.h"
 #include "runner/pool.h"
 #include "suts/checkpoint.h"
 
 namespace recheck::cli {
 
 namespace {
+
+// hunt() with each case checked in a process of its own (Subject::cases_may_crash): a crash the
+// oracle makes alone too kills nothing. The answer a hunt task gives.
+json isolated_hunt(CheckpointImplementation& oracle, CheckpointImplementation& mutant, const GenOptions& gen,
+                   uint64_t first_seed, int64_t budget) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  json answer = {{"killed", false}, {"cases", 0}};
+  for (int64_t i = 0; i < budget && !runner::interrupted(); ++i) {
+    const uint64_t draw_seed = first_seed + static_cast<uint64_t>(i);
+    const runner::IsolatedCheck result = runner::check_isolated(draw_case(gen, draw_seed), oracle, mutant);
+    answer["cases"] = i + 1;
+    if (!result.alarm) continue;
+    answer["killed"] = true;
+    answer["draw_seed"] = draw_seed;
+    answer["killer"] = result.describe();
+    break;
+  }
+  answer["seconds"] = std::chrono::duration<double>(Clock::now() - start).count();
+  return answer;
+}
 
 const char* kMutantsHelp = R"(usage: recheck mutants [options]
 
@@ -116,6 +139,7 @@ int command_mutants(const Args& args) {
   const std::vector<std::string> hunt_answers =
       answers_of(jobs, static_cast<int64_t>(mutants.size()) * seeds, [&](int64_t task) {
         const auto mutant = subject.make(mutants[static_cast<size_t>(task / seeds)]->name);
+        if (subject.cases_may_crash) return isolated_hunt(*oracle, *mutant, gen, start_of(task % seeds), budget).dump();
         const Hunt h = hunt(*oracle, *mutant, gen, start_of(task % seeds), budget);
         json answer = {{"killed", h.killed}, {"cases", h.cases}, {"seconds", h.seconds}};
         if (h.killed) {
@@ -234,15 +258,18 @@ int command_mutants(const Args& args) {
                    std::string first;
                    for (int64_t i = 0; i < control_cases && !runner::interrupted(); ++i) {
                      const uint64_t draw_seed = start_of(task % seeds) + static_cast<uint64_t>(i);
-                     const CaseResult result = check_case(draw_case(gen, draw_seed), *oracle, *correct);
+                     const Case c = draw_case(gen, draw_seed);
                      ++checked;
-                     const PropertyResult* alarm = result.first_alarm();
-                     if (alarm == nullptr) continue;
-                     ++alarms;
-                     if (first.empty()) {
-                       first = alarm->property + " " + to_string(alarm->classification) + " on draw seed " +
-                               std::to_string(draw_seed);
+                     std::string alarm;
+                     if (subject.cases_may_crash) {
+                       const runner::IsolatedCheck result = runner::check_isolated(c, *oracle, *correct);
+                       if (result.alarm) alarm = result.describe();
+                     } else if (const PropertyResult* found = check_case(c, *oracle, *correct).first_alarm()) {
+                       alarm = found->property + " " + to_string(found->classification);
                      }
+                     if (alarm.empty()) continue;
+                     ++alarms;
+                     if (first.empty()) first = alarm + " on draw seed " + std::to_string(draw_seed);
                    }
                    return json{{"checked", checked}, {"alarms", alarms}, {"first", first}}.dump();
                  });

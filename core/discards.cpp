@@ -91,7 +91,10 @@ void Discards::discard(const Discard& op, const std::string& site, const Values&
 
   std::vector<std::shared_ptr<KeptOutputs>> handles;
   for (const auto& k : named) handles.push_back(k->handle);
-  implementation.discard_outputs(handles, as_tensor(values.at(op.hook)));  // a tensor: validate()
+  const at::Tensor& hook = as_tensor(values.at(op.hook));  // a tensor: validate()
+  auto hook_calls = std::make_shared<int>(0);
+  if (hook.requires_grad()) hook.register_hook([hook_calls](const at::Tensor&) { ++*hook_calls; });
+  implementation.discard_outputs(handles, hook);
 
   std::vector<std::string> touched;
   for (const Held& h : held) {
@@ -111,14 +114,15 @@ void Discards::discard(const Discard& op, const std::string& site, const Values&
     for (size_t o = 0; o < k->outputs.size(); ++o) {
       if (is_tensor(k->outputs[o]) && storage_bytes(as_tensor(k->outputs[o])) < k->forward_storage_bytes[o]) record.freed = true;
     }
-    discarded_.emplace_back(std::move(record), k);
+    discarded_.push_back({std::move(record), k, hook_calls});
   }
 }
 
 std::vector<DiscardRecord> Discards::finish() {
   std::vector<DiscardRecord> records;
-  for (auto& [record, kept] : discarded_) {
+  for (auto& [record, kept, hook_calls] : discarded_) {
     record.recomputations = std::max(0, *kept->calls - 1);
+    record.hook_reached = *hook_calls > 0;
     record.forward = kept->forward;
     record.forward_storage_bytes = kept->forward_storage_bytes;
     for (const Value& output : kept->outputs) {

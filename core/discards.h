@@ -26,6 +26,9 @@ struct DiscardRecord {
   // them made after it: "v0: storage 48 -> 0 bytes", "v2: data changed".
   std::vector<std::string> touched;
   int recomputations = 0;  // calls of the checkpoint's body after its forward, by the iteration's end
+  // Whether backward computed the hook tensor's gradient (where the recomputation is registered)
+  // by the iteration's end: outputs nothing reads are never recomputed, and need not be.
+  bool hook_reached = false;
   // Each output as its forward returned it, and as the caller holds it once the iteration ended
   // (undefined where its storage no longer holds its elements); storage sizes in bytes.
   std::vector<at::Tensor> forward;
@@ -63,7 +66,12 @@ class Discards {
   std::vector<DiscardRecord> finish();
 
  private:
-  std::vector<std::pair<DiscardRecord, std::shared_ptr<KeptCheckpoint>>> discarded_;
+  struct Discarded {
+    DiscardRecord record;
+    std::shared_ptr<KeptCheckpoint> kept;
+    std::shared_ptr<int> hook_calls;  // how often backward reached the hook tensor
+  };
+  std::vector<Discarded> discarded_;
 };
 
 }  // namespace recheck

@@ -264,6 +264,16 @@ void SegmentBuilder::choose_outputs(bool is_root) {
       if (values_[i].kind != ValueInfo::Kind::tensor) candidates.push_back(static_cast<int>(i));
     }
   }
+  if (tensor_outputs_only_ && choose_in_range(0, 8) != 0) {
+    // Mostly tensors the body made: an argument returned as it is, a view of one or one changed
+    // in place is the caller's storage, which a discard frees (a finding of the released
+    // function, drawn one time in eight).
+    std::vector<int> made;
+    for (int c : candidates) {
+      if (!values_[static_cast<size_t>(c)].of_input) made.push_back(c);
+    }
+    if (!made.empty()) candidates = made;
+  }
   if (candidates.empty()) return;
   // The newest value first, so that shrinking keeps the last computation.
   std::reverse(candidates.begin(), candidates.end());

@@ -124,56 +124,28 @@ void SegmentBuilder::add_checkpoint() {
 }
 
 // Megatron's CheckpointWithoutOutput as its layers use it: a body of tensor arguments that
-// returns tensors, an output read by a consumer that saves it (a matmul with a weight, or a
-// square), and then a discard with the recomputation on the consumer's gradient. Sometimes the
-// discard waits for the next such checkpoint and takes both under one hook; sometimes the hook
-// is a tensor that does not require grad (the recomputation never runs), the output itself or
-// an argument (autograd reaches them after the consumer): mistakes of a caller the function
-// documents, where eager mode tells what a caller expects.
+// returns tensors, an output read by a consumer that saves it, then a discard with the
+// recomputation on the consumer's gradient. One time in four a chain of two under one hook, the
+// second taking the first's consumer as its argument (a manager's sequential checkpoints), the
+// hook the second's consumer. One time in fifteen the hook is a tensor that does not require grad
+// (the recomputation never runs), the output itself or the checkpoint's argument (autograd reaches
+// them after the consumer), each with a consumer that saves nothing: mistakes of a caller the
+// function documents, where eager mode tells what a caller expects and nothing reads freed memory.
 void SegmentBuilder::add_checkpoint_without_output() {
-  Checkpoint op;
-  op.without_output = true;
-  std::vector<ValueInfo> child_inputs;
-  const int arg_count = choose_in_range(1, 4);
-  for (int a = 0; a < arg_count; ++a) {
-    std::vector<int> candidates = choose_in_range(0, 4) == 0 ? tensors() : float_tensors();
-    prefer_own_inputs(candidates);
-    const int ref = pick(candidates);
-    op.args.push_back(Ref{ref});
-    child_inputs.push_back(values_[ref]);
-  }
-  SegmentBuilder child(options_, depth_ + 1, child_inputs, fork_depth_);
-  child.tensor_outputs_only_ = true;
-  op.body = child.build(/*is_root=*/false);
-  const int first_output = static_cast<int>(values_.size());
-  const int argument = std::get<Ref>(op.args.front()).value;
-  segment_.ops.push_back(std::move(op));
-  const std::vector<ValueInfo>& outs = child.output_infos();
-  for (const ValueInfo& info : outs) values_.push_back(info);
-  std::vector<int> floats;
-  for (size_t o = 0; o < outs.size(); ++o) {
-    if (is_float_tensor(outs[o])) floats.push_back(first_output + static_cast<int>(o));
-  }
-  if (floats.empty()) return;  // nothing a consumer would save: left as it is
-  const int read = pick(floats);
-  std::vector<int> weights;
-  for (size_t w = 0; w < input_count_; ++w) {
-    const ValueInfo& wi = values_[w];
-    if (values_[read].shape.size() == 2 && is_float_tensor(wi) && wi.shape.size() == 2 && wi.shape[0] == values_[read].shape[1]) {
-      weights.push_back(static_cast<int>(w));
+  const int kind = choose_weighted<int>({{12, 0}, {1, 1}, {1, 2}, {1, 3}});
+  const bool chain = kind == 0 && choose_in_range(0, 4) == 3;
+  const auto first = add_consumed_checkpoint(std::nullopt, /*saving=*/kind == 0);
+  if (!first) return;
+  Discard discard;
+  discard.checkpoints = {first->first};
+  int hook = first->second;
+  if (chain) {
+    if (const auto second = add_consumed_checkpoint(first->second, /*saving=*/true)) {
+      discard.checkpoints.push_back(second->first);
+      hook = second->second;
     }
   }
-  ValueInfo consumed = values_[read];
-  if (!weights.empty() && choose_in_range(0, 3) != 0) {
-    const int weight = pick(weights);
-    consumed.shape = {values_[read].shape[0], values_[weight].shape[1]};
-    consumed.requires_grad = consumed.requires_grad || values_[weight].requires_grad;
-    push(Matmul{read, weight}, consumed);
-  } else {
-    push(Unary{Unary::Fn::square, read}, consumed);
-  }
-  int hook = static_cast<int>(values_.size()) - 1;
-  switch (choose_weighted<int>({{12, 0}, {1, 1}, {1, 2}, {1, 3}})) {
+  switch (kind) {
     case 1: {
       std::vector<int> no_grad;
       for (int t : tensors()) {
@@ -188,23 +160,68 @@ void SegmentBuilder::add_checkpoint_without_output() {
       hook = pick(no_grad);
       break;
     }
-    case 2: hook = read; break;
-    case 3: hook = argument; break;
+    case 2: hook = std::get<Unary>(segment_.ops.back()).x; break;  // what the consumer read
+    case 3: hook = std::get<Ref>(std::get<Checkpoint>(segment_.ops[segment_.ops.size() - 2]).args.front()).value; break;
     default: break;
   }
-  pending_.emplace_back(first_output, static_cast<int>(outs.size()));
-  // One time in four the discard waits for the next checkpoint without output of this segment.
-  if (choose_in_range(0, 4) == 3) return;
-  Discard discard;
   discard.hook = hook;
-  const bool together = pending_.size() > 1 && choose_in_range(0, 2) == 0;
-  for (size_t k = together ? 0 : pending_.size() - 1; k < pending_.size(); ++k) {
-    discard.checkpoints.push_back(pending_[k].first);
-    // Its outputs are gone until backward recomputes them: no later op reads them.
-    for (int o = 0; o < pending_[k].second; ++o) values_[pending_[k].first + o].handed_off = true;
-  }
-  pending_.erase(together ? pending_.begin() : pending_.end() - 1, pending_.end());
   segment_.ops.push_back(std::move(discard));
+}
+
+std::optional<std::pair<int, int>> SegmentBuilder::add_consumed_checkpoint(std::optional<int> first_arg, bool saving) {
+  Checkpoint op;
+  op.without_output = true;
+  std::vector<ValueInfo> child_inputs;
+  const int arg_count = choose_in_range(1, 4);
+  for (int a = 0; a < arg_count; ++a) {
+    int ref = 0;
+    if (a == 0 && first_arg) {
+      ref = *first_arg;
+    } else {
+      std::vector<int> candidates = choose_in_range(0, 4) == 0 ? tensors() : float_tensors();
+      prefer_own_inputs(candidates);
+      ref = pick(candidates);
+    }
+    op.args.push_back(Ref{ref});
+    child_inputs.push_back(values_[ref]);
+  }
+  SegmentBuilder child(options_, depth_ + 1, child_inputs, fork_depth_);
+  child.tensor_outputs_only_ = true;
+  op.body = child.build(/*is_root=*/false);
+  const int first_output = static_cast<int>(values_.size());
+  segment_.ops.push_back(std::move(op));
+  const std::vector<ValueInfo>& outs = child.output_infos();
+  for (const ValueInfo& info : outs) values_.push_back(info);
+  std::vector<int> floats;
+  for (size_t o = 0; o < outs.size(); ++o) {
+    if (is_float_tensor(outs[o])) floats.push_back(first_output + static_cast<int>(o));
+  }
+  // Its outputs are the discard's from here on: no later op reads them.
+  for (size_t o = 0; o < outs.size(); ++o) values_[first_output + o].handed_off = true;
+  if (floats.empty()) return std::nullopt;  // nothing a consumer would save: left as it is
+  const int read = pick(floats);
+  ValueInfo consumed = values_[read];
+  consumed.handed_off = false;
+  if (!saving) {
+    push(Unary{Unary::Fn::neg, read}, consumed);
+    return std::make_pair(first_output, static_cast<int>(values_.size()) - 1);
+  }
+  std::vector<int> weights;
+  for (size_t w = 0; w < input_count_; ++w) {
+    const ValueInfo& wi = values_[w];
+    if (consumed.shape.size() == 2 && is_float_tensor(wi) && wi.shape.size() == 2 && wi.shape[0] == consumed.shape[1]) {
+      weights.push_back(static_cast<int>(w));
+    }
+  }
+  if (!weights.empty() && choose_in_range(0, 3) != 0) {
+    const int weight = pick(weights);
+    consumed.shape = {consumed.shape[0], values_[weight].shape[1]};
+    consumed.requires_grad = consumed.requires_grad || values_[weight].requires_grad;
+    push(Matmul{read, weight}, consumed);
+  } else {
+    push(Unary{Unary::Fn::square, read}, consumed);
+  }
+  return std::make_pair(first_output, static_cast<int>(values_.size()) - 1);
 }
 
 // A checkpointed layer around a checkpointed sub-layer, the shape of a transformer block

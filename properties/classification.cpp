@@ -35,6 +35,9 @@ Classification classify(const Verdict& oracle, const Verdict& sut) {
   if (oracle.holds && sut.holds) return Classification::pass;
   if (oracle.holds) return Classification::regression;
   if (sut.holds) return Classification::fixed;
+  if (oracle.excess >= 0 && sut.excess >= 0 && oracle.iteration == sut.iteration) {
+    return sut.excess <= oracle.excess ? Classification::pre_existing : Classification::regression;
+  }
   return oracle.describe() == sut.describe() ? Classification::pre_existing : Classification::divergent;
 }
 

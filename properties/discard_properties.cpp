@@ -25,6 +25,14 @@ Verdict discard_recomputed(const Observations& subject, const Runs&) {
     for (const DiscardRecord& d : r.discards) {
       if (!d.freed) continue;  // nothing to recompute (eager mode)
       const std::string where = at_record(i, r) + ", outputs of " + d.checkpoint + " discarded at " + d.site;
+      if (!d.hook_reached) {
+        // Nothing read them in backward: never recomputed, as it should be.
+        if (d.recomputations > 0) {
+          return fail_at(i, r, where, std::nullopt,
+                         "recomputed " + std::to_string(d.recomputations) + " times, though backward never reached its hook");
+        }
+        continue;
+      }
       if (d.recomputations != 1) {
         return fail_at(i, r, where, std::nullopt,
                        "recomputed " + std::to_string(d.recomputations) + " times, not once");

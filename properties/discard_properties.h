@@ -10,8 +10,9 @@ namespace recheck {
 // after it): every other tensor of its segment keeps its storage and its data.
 Verdict discard_own_outputs(const Observations& subject, const Runs& runs);
 
-// Each output a discard freed is recomputed exactly once by the end of its iteration, and then
-// holds its forward's data and dtype in storage of its forward's size.
+// Each output a discard freed is recomputed exactly once by the end of an iteration whose backward
+// reached its hook tensor, and then holds its forward's data and dtype in storage of its
+// forward's size; never, where backward did not reach the hook.
 Verdict discard_recomputed(const Observations& subject, const Runs& runs);
 
 }  // namespace recheck

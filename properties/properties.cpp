@@ -390,9 +390,11 @@ Verdict memory_eager_floor(const Observations& subject, const Runs& runs) {
     for (const AliveInput& input : subject.iterations[i].alive_inputs) {
       alive += (alive.empty() ? "; recomputation inputs alive: " : "; ") + input.describe();
     }
-    return Verdict::fail_in(i, "after " + at_iteration(i), std::nullopt,
-                            "floor " + std::to_string(s.floor) + " bytes, " + bytes(s.floor - e.floor) +
-                                " above eager mode's " + std::to_string(e.floor) + alive);
+    Verdict verdict = Verdict::fail_in(i, "after " + at_iteration(i), std::nullopt,
+                                       "floor " + std::to_string(s.floor) + " bytes, " + bytes(s.floor - e.floor) +
+                                           " above eager mode's " + std::to_string(e.floor) + alive);
+    verdict.excess = s.floor - e.floor;
+    return verdict;
   }
   return Verdict::pass();
 }
@@ -487,8 +489,8 @@ const std::vector<Property>& properties() {
        "after it)",
        discard_own_outputs},
       {"discard-recomputed",
-       "each output a discard freed is recomputed exactly once, and after the iteration holds its forward's data, "
-       "dtype and storage size",
+       "each output a discard freed is recomputed exactly once where backward reached its hook, and after the "
+       "iteration holds its forward's data, dtype and storage size",
        discard_recomputed},
   };
   return all;

@@ -33,6 +33,11 @@ struct Verdict {
   // A failure about the error raised (or not) in `iteration`: the other run reached it when it
   // ran that iteration, completing it or raising in it (errors-match).
   bool about_the_error = false;
+  // A failure by an amount over a bound (memory-eager-floor: bytes above eager mode's floor), or
+  // -1. Where both runs fail so at the same iteration, a sut no further over than the oracle is
+  // pre-existing (a change that frees part of what the released function keeps), further over a
+  // regression.
+  int64_t excess = -1;
 
   static Verdict pass() { return {}; }
   static Verdict fail(std::string where, std::optional<Difference> difference, std::string detail = "");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,8 @@ struct ValueInfo {
   // as Megatron's callers do, does not read it again.
   bool handed_off = false;
   bool view = false;  // made by a view op (Megatron refuses to distribute a view)
+  // The segment's input, or a view of it or the same tensor changed in place: the caller's storage.
+  bool of_input = false;
 };
 
 inline bool is_float_tensor(const ValueInfo& v) {
@@ -45,7 +48,9 @@ class SegmentBuilder {
         depth_(depth),
         fork_depth_(fork_depth),
         values_(std::move(inputs)),
-        input_count_(values_.size()) {}
+        input_count_(values_.size()) {
+    for (ValueInfo& input : values_) input.of_input = true;
+  }
 
   // `nested_first`: the body starts with a checkpoint of its own, as a layer that checkpoints a
   // sub-layer and then uses its own weights and inputs on the result.
@@ -84,6 +89,8 @@ class SegmentBuilder {
 
   void push(Op op, ValueInfo info) {
     if (!std::holds_alternative<InPlace>(op)) info.view = std::holds_alternative<View>(op);
+    const bool same_storage = std::holds_alternative<View>(op) || std::holds_alternative<InPlace>(op);
+    info.of_input = same_storage && values_.at(static_cast<size_t>(op_inputs(op).front())).of_input;
     segment_.ops.push_back(std::move(op));
     values_.push_back(std::move(info));
   }
@@ -110,6 +117,11 @@ class SegmentBuilder {
   // an argument (autograd reaches them after the consumer): mistakes of a caller the function
   // documents, where eager mode tells what a caller expects.
   void add_checkpoint_without_output();
+  // One checkpoint without output and the consumer of one of its outputs; `first_arg`: its first
+  // argument (the consumer of the one before it, in a chain). The consumer saves what it reads
+  // (a matmul with a weight, or a square) unless `saving` is false (a negation). Its first output
+  // and the consumer's value; nothing where the body returned no float tensor.
+  std::optional<std::pair<int, int>> add_consumed_checkpoint(std::optional<int> first_arg, bool saving);
 
   // A checkpointed layer around a checkpointed sub-layer, the shape of a transformer block
   // under full recompute: `ckpt(h, W){ y = ckpt(h){...}; z = y @ W; ... }`. W is read only
@@ -126,8 +138,6 @@ class SegmentBuilder {
   void choose_outputs(bool is_root);
 
   bool tensor_outputs_only_ = false;  // a body whose outputs a discard frees: tensors only
-  // Checkpoints without output of this segment not discarded yet: first output, output count.
-  std::vector<std::pair<int, int>> pending_;
   const GenOptions& options_;
   int depth_;
   int fork_depth_;

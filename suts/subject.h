@@ -50,6 +50,9 @@ struct Subject {
   // order: a check leaves the others out of its results and its reports. The claims its change
   // makes are those of them marked claim_of_change.
   std::vector<std::string> properties;
+  // Its released function can crash the process on cases a caller gets wrong (reading freed
+  // memory): mutant hunts then check each case in a process of its own (runner/isolated_check.h).
+  bool cases_may_crash = false;
   // How `recheck export-python --checkpoint` calls the function an implementation of it runs
   // (megatron, megatron-clearing, torch-non-reentrant, ...).
   std::function<std::string(const std::string& implementation)> exported_as;

@@ -275,6 +275,24 @@ TEST(Classify, pairs_of_verdicts) {
 
 // A run that stopped at an error never reached what the other run failed after it: its "holds"
 // says nothing, and the pair is unreached, neither a regression nor fixed.
+// memory-eager-floor's verdicts carry how far over eager mode's floor a run is: where both runs
+// are over it, a change that keeps less than the released function is no alarm, one that keeps
+// more is a regression (it was "divergent" whenever the byte counts differed).
+TEST(Classify, both_over_a_bound_the_sut_no_further_over_is_pre_existing_and_further_a_regression) {
+  Verdict oracle = Verdict::fail_in(0, "after iteration 0", std::nullopt, "floor 15248 bytes, 15200 bytes above");
+  oracle.excess = 15200;
+  Verdict less = Verdict::fail_in(0, "after iteration 0", std::nullopt, "floor 15232 bytes, 15184 bytes above");
+  less.excess = 15184;
+  Verdict more = Verdict::fail_in(0, "after iteration 0", std::nullopt, "floor 15264 bytes, 15216 bytes above");
+  more.excess = 15216;
+  EXPECT_EQ(classify(oracle, less), Classification::pre_existing);
+  EXPECT_EQ(classify(oracle, oracle), Classification::pre_existing);
+  EXPECT_EQ(classify(oracle, more), Classification::regression);
+  Verdict later = more;
+  later.iteration = 1;
+  EXPECT_EQ(classify(oracle, later), Classification::divergent);  // not the same point: compared as before
+}
+
 TEST(Classify, a_failure_in_an_iteration_the_other_run_did_not_complete_is_unreached) {
   Observations completed_one;
   completed_one.iterations.resize(1);

@@ -1,0 +1,51 @@
+#include "runner/isolated_check.h"
+
+#include <sys/wait.h>
+
+#include <stdexcept>
+
+#include "core/interpreter.h"
+#include "properties/corpus.h"
+#include "properties/report.h"
+#include "runner/worker_process.h"
+
+namespace recheck::runner {
+
+std::string IsolatedCheck::describe() const {
+  if (!crash.empty()) return std::string(kCrashProperty) + " " + kCrash + " (" + crash + ")";
+  return property + " " + to_string(classification);
+}
+
+IsolatedCheck check_isolated(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut) {
+  IsolatedCheck result;
+  WorkerProcess check;
+  check.start([&](FILE*, int to_parent) {
+    const CaseResult checked = check_case(c, oracle, sut);
+    const PropertyResult* alarm = checked.first_alarm();
+    write_all(to_parent, alarm ? "alarm " + alarm->property + " " + to_string(alarm->classification) + "\n" : "pass\n");
+  }, /*with_input=*/false, /*takes_interrupts=*/true);
+  const std::optional<std::string> line = check.read_line();
+  const std::string ended = check.stop();
+  if (line && line->rfind("alarm ", 0) == 0) {
+    const size_t space = line->find(' ', 6);
+    result.alarm = true;
+    result.property = line->substr(6, space - 6);
+    result.classification = classification_named(line->substr(space + 1)).value_or(Classification::regression);
+    return result;
+  }
+  if (line && *line == "pass") return result;
+  if (line && line->rfind("error ", 0) == 0) throw std::runtime_error(line->substr(6));
+  result.crash = "the check's process " + ended;
+  WorkerProcess alone;
+  alone.start([&](FILE*, int) {
+    RunOptions options;
+    options.measure_memory = false;
+    (void)run_case(c, oracle, options);
+  }, /*with_input=*/false, /*takes_interrupts=*/true);
+  (void)alone.stop();
+  result.oracle_crashes = WIFSIGNALED(alone.status());
+  result.alarm = !result.oracle_crashes;
+  return result;
+}
+
+}  // namespace recheck::runner
