@@ -140,8 +140,16 @@ def resolve(module_name, attr):
     if style == "without_output":
         function = WithoutOutput(module, function)
         code = getattr(module, "CODE", None)
-        # The Megatron module the variants run: its RNG helpers, tracker and flag are the run's.
-        module = module.MEGATRON_MODULE
+        # The Megatron module the variants run (imported now): its RNG helpers, tracker and flag
+        # are the run's.
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                count_logs_of("megatron")
+                module = module.MEGATRON_MODULE
+        except Exception as error:
+            raise CodeImportError(describe_import_failure("megatron.core.tensor_parallel.random", error,
+                                                          _folders_of_package("megatron"))) from error
     has_tracker = hasattr(module, "get_cuda_rng_tracker") and hasattr(module, "model_parallel_cuda_manual_seed")
     if has_tracker:
         check_tracker(module)
