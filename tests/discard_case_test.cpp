@@ -58,14 +58,14 @@ TEST(DiscardCase, round_trips_and_shows_what_it_discards_and_where_it_recomputes
 TEST(DiscardCase, a_discard_names_the_first_output_of_a_checkpoint_without_output_once_and_a_tensor_hook) {
   json j = discard_case();
   j["root"]["ops"][2]["checkpoints"] = {3};
-  EXPECT_EQ(load_error(j), "root.ops[2].checkpoints[0]: value v3 is not the first output of a checkpoint without "
+  EXPECT_EQ(load_error(j), "case.root.ops[2].checkpoints[0]: value v3 is not the first output of a checkpoint without "
                            "output of this segment");
   j = discard_case();
   j["root"]["ops"][0].erase("without_output");
   EXPECT_NE(load_error(j).find("is not the first output of a checkpoint without output"), std::string::npos);
   j = discard_case();
   j["root"]["ops"][2]["checkpoints"] = {2, 2};
-  EXPECT_EQ(load_error(j), "root.ops[2].checkpoints[1]: the outputs of the checkpoint giving v2 are discarded twice");
+  EXPECT_EQ(load_error(j), "case.root.ops[2].checkpoints[1]: the outputs of the checkpoint giving v2 are discarded twice");
   j = discard_case();
   j["root"]["ops"][2]["checkpoints"] = json::array();
   EXPECT_NE(load_error(j).find("root.ops[2].checkpoints"), std::string::npos) << load_error(j);
@@ -74,7 +74,7 @@ TEST(DiscardCase, a_discard_names_the_first_output_of_a_checkpoint_without_outpu
   EXPECT_NE(load_error(j).find("root.ops[2].hook: value v9 is not defined here"), std::string::npos) << load_error(j);
   j = discard_case();
   j["root"]["ops"][0]["distribute"] = true;
-  EXPECT_EQ(load_error(j), "root.ops[0].distribute: a checkpoint without output does not distribute");
+  EXPECT_EQ(load_error(j), "case.root.ops[0].distribute: a checkpoint without output does not distribute");
   j = discard_case();
   j["root"]["ops"][2]["extra"] = 1;
   EXPECT_NE(load_error(j).find("extra"), std::string::npos) << load_error(j);
