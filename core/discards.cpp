@@ -1,6 +1,7 @@
 #include "core/discards.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "core/memory.h"
 

@@ -109,13 +109,8 @@ class SegmentBuilder {
 
   void add_checkpoint();
 
-  // Megatron's CheckpointWithoutOutput as its layers use it: a body of tensor arguments that
-  // returns tensors, an output read by a consumer that saves it (a matmul with a weight, or a
-  // square), and then a discard with the recomputation on the consumer's gradient. Sometimes the
-  // discard waits for the next such checkpoint and takes both under one hook; sometimes the hook
-  // is a tensor that does not require grad (the recomputation never runs), the output itself or
-  // an argument (autograd reaches them after the consumer): mistakes of a caller the function
-  // documents, where eager mode tells what a caller expects.
+  // Megatron's CheckpointWithoutOutput as its layers use it, a consumer of its output and a
+  // discard (checkpoint_builder.cpp says which hooks and chains it draws).
   void add_checkpoint_without_output();
   // One checkpoint without output and the consumer of one of its outputs; `first_arg`: its first
   // argument (the consumer of the one before it, in a chain). The consumer saves what it reads
