@@ -2,6 +2,9 @@
 // the Python modules recheck carries (a subject's variants), registered by each subject's folder.
 #include "python/bridge.h"
 
+#include "python/subjects.h"
+#include "suts/checkpoint.h"
+
 #include <utility>
 
 namespace recheck::python {
@@ -48,6 +51,25 @@ void embed_module(EmbeddedModule module) {
     }
   }
   module_registry().push_back(std::move(module));
+}
+
+void register_python_subject(const EmbeddedModule& module, const std::vector<Alias>& variants, Subject subject,
+                             const std::string& mutants_made_from) {
+  embed_module(module);
+  for (const Alias& variant : variants) {
+    add_alias(variant);
+    const auto starts = [&](const char* word) { return variant.description.rfind(word, 0) == 0; };
+    VariantKind kind = VariantKind::change;
+    if (variant.name == subject.oracle && variant.name != subject.change) kind = VariantKind::oracle;
+    else if (starts("mutant: ")) kind = VariantKind::mutant;
+    else if (starts("equivalent: ")) kind = VariantKind::equivalent;
+    const std::string attr = variant.spec.substr(variant.spec.rfind(':') + 1);
+    subject.implementations.push_back({variant.name, variant.description, kind,
+                                       kind == VariantKind::mutant ? mutants_made_from : "", "",
+                                       variant.name == subject.oracle ? "" : module.name + "." + attr});
+  }
+  subject.make = [](const std::string& name) { return make_checkpoint(name); };
+  register_subject(std::move(subject));
 }
 
 }  // namespace recheck::python

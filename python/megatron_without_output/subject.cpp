@@ -9,7 +9,6 @@
 #include "embedded/megatron_without_output_py.h"
 #include "python/bridge.h"
 #include "python/subjects.h"
-#include "suts/checkpoint.h"
 #include "suts/subject.h"
 
 namespace recheck::python {
@@ -40,17 +39,6 @@ Subject megatron_without_output() {
   subject.description = "Megatron's CheckpointWithoutOutput (megatron-core), through the Python bridge";
   subject.change = "megatron-without-output-clearing";
   subject.oracle = "megatron-without-output";
-  for (const Alias& variant : variants()) {
-    const std::string attr = variant.spec.substr(variant.spec.rfind(':') + 1);
-    VariantKind kind = VariantKind::change;
-    if (variant.description.rfind("mutant: ", 0) == 0) kind = VariantKind::mutant;
-    const bool released = variant.name == subject.oracle;
-    if (released) kind = VariantKind::oracle;
-    subject.implementations.push_back({variant.name, variant.description, kind,
-                                       kind == VariantKind::mutant ? subject.oracle : "", "",
-                                       released ? "" : std::string(kModule) + "." + attr});
-  }
-  subject.make = [](const std::string& name) { return make_checkpoint(name); };
   // Held against eager mode and the released function; the clearing change's claim grad-released as
   // for CheckpointFunction, and memory against eager mode's floor; discards free and recompute only
   // the checkpoint's own outputs. Megatron's CheckpointWithoutOutput sets no is-checkpointing flag:
@@ -73,9 +61,9 @@ Subject megatron_without_output() {
 }  // namespace
 
 void register_megatron_without_output() {
-  embed_module({kModule, "python/megatron_without_output/variants.py", embedded::kMegatronWithoutOutputPy});
-  for (const Alias& variant : variants()) add_alias(variant);
-  register_subject(megatron_without_output());
+  const Subject subject = megatron_without_output();
+  register_python_subject({kModule, "python/megatron_without_output/variants.py", embedded::kMegatronWithoutOutputPy},
+                          variants(), subject, subject.oracle);
 }
 
 }  // namespace recheck::python

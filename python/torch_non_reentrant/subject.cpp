@@ -6,7 +6,6 @@
 #include "embedded/torch_non_reentrant_py.h"
 #include "python/bridge.h"
 #include "python/subjects.h"
-#include "suts/checkpoint.h"
 #include "suts/subject.h"
 
 namespace recheck::python {
@@ -43,16 +42,6 @@ Subject torch_non_reentrant() {
   subject.description = "PyTorch's torch.utils.checkpoint.checkpoint(use_reentrant=False), through the Python bridge";
   subject.change = "torch-nonreentrant";
   subject.oracle = "torch-nonreentrant";
-  for (const Alias& variant : variants()) {
-    const std::string attr = variant.spec.substr(variant.spec.rfind(':') + 1);
-    VariantKind kind = VariantKind::change;
-    if (variant.description.rfind("mutant: ", 0) == 0) kind = VariantKind::mutant;
-    if (variant.description.rfind("equivalent: ", 0) == 0) kind = VariantKind::equivalent;
-    subject.implementations.push_back({variant.name, variant.description, kind,
-                                       kind == VariantKind::mutant ? subject.change : "", "",
-                                       kind == VariantKind::change ? "" : std::string(kModule) + "." + attr});
-  }
-  subject.make = [](const std::string& name) { return make_checkpoint(name); };
   // Held against eager mode and against itself; its change makes no claim (the claims of
   // Megatron's clearing change do not apply), and PyTorch keeps no is-checkpointing flag. Memory:
   // after backward it keeps nothing eager mode does not.
@@ -66,9 +55,9 @@ Subject torch_non_reentrant() {
 }  // namespace
 
 void register_torch_non_reentrant() {
-  embed_module({kModule, "python/torch_non_reentrant/variants.py", embedded::kTorchNonReentrantPy});
-  for (const Alias& variant : variants()) add_alias(variant);
-  register_subject(torch_non_reentrant());
+  const Subject subject = torch_non_reentrant();
+  register_python_subject({kModule, "python/torch_non_reentrant/variants.py", embedded::kTorchNonReentrantPy},
+                          variants(), subject, subject.change);
 }
 
 }  // namespace recheck::python
