@@ -323,16 +323,21 @@ std::string bytes(int64_t n) { return std::to_string(n) + (n == 1 ? " byte" : " 
 // peak: at most the oracle's. To the byte on both devices: on CUDA the bytes each allocation
 // asked for, from the caching allocator's trace (its rounded statistics on libtorch before 2.1),
 // the same on both sides.
+// The recomputation inputs alive, and what kept each: the first `shown`, then how many in all.
+std::string list_alive(const std::vector<AliveInput>& alive, size_t shown) {
+  std::string text;
+  for (size_t k = 0; k < alive.size() && k < shown; ++k) text += (k ? "; " : "") + alive[k].describe();
+  if (alive.size() > shown) text += "; ... (" + std::to_string(alive.size()) + " in all)";
+  return text;
+}
+
 // Who held the bytes: the recomputation inputs alive after iteration `i` of both runs, and
 // what kept each (a memory finding's evidence).
 std::string holders_after(size_t i, const Observations& subject, const Observations& oracle) {
   std::string text;
   for (const auto& [run, name] : {std::pair{&subject, "this run"}, std::pair{&oracle, "the oracle"}}) {
     const std::vector<AliveInput>& alive = run->iterations[i].alive_inputs;
-    text += std::string("; recomputation inputs alive in ") + name + ": ";
-    if (alive.empty()) text += "none";
-    for (size_t k = 0; k < alive.size() && k < 3; ++k) text += (k ? "; " : "") + alive[k].describe();
-    if (alive.size() > 3) text += "; ... (" + std::to_string(alive.size()) + " in all)";
+    text += std::string("; recomputation inputs alive in ") + name + ": " + (alive.empty() ? "none" : list_alive(alive, 3));
   }
   return text;
 }
@@ -386,10 +391,8 @@ Verdict memory_eager_floor(const Observations& subject, const Runs& runs) {
     const MemoryRecord& e = eager.iterations[i].memory;
     if (!s.measured || !e.measured || s.floor <= e.floor) continue;
     if (keeps_a_graph(subject, i) || keeps_a_graph(eager, i)) continue;
-    std::string alive;
-    for (const AliveInput& input : subject.iterations[i].alive_inputs) {
-      alive += (alive.empty() ? "; recomputation inputs alive: " : "; ") + input.describe();
-    }
+    const std::vector<AliveInput>& inputs = subject.iterations[i].alive_inputs;
+    const std::string alive = inputs.empty() ? "" : "; recomputation inputs alive: " + list_alive(inputs, inputs.size());
     Verdict verdict = Verdict::fail_in(i, "after " + at_iteration(i), std::nullopt,
                                        "floor " + std::to_string(s.floor) + " bytes, " + bytes(s.floor - e.floor) +
                                            " above eager mode's " + std::to_string(e.floor) + alive);
