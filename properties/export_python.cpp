@@ -1,5 +1,6 @@
 #include "properties/export_python.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -17,7 +18,13 @@ namespace {
 
 const char* const kProperties[] = {"grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager",
                                    "rng-restored",  "errors-match",    "no-side-effects",    "flag-in-body",
-                                   "stash-kept",    "stash-grads",     "grad-released"};
+                                   "stash-kept",    "stash-grads",     "grad-released",      "discard-own-outputs",
+                                   "discard-recomputed"};
+
+bool without_output(const Op& op) {
+  const auto* checkpoint = std::get_if<Checkpoint>(&op);
+  return checkpoint != nullptr && checkpoint->without_output;
+}
 
 std::string py_string(const std::string& s) {
   std::string out = "\"";
@@ -93,7 +100,7 @@ std::string py_values(const at::Tensor& t) {
 
 std::string py_arg(const Arg& arg) {
   struct Visit {
-    std::string operator()(const Ref& r) const { return "v[" + std::to_string(r.value) + "]"; }
+    std::string operator()(const Ref& r) const { return "v.value(" + std::to_string(r.value) + ")"; }
     std::string operator()(None) const { return "None"; }
     std::string operator()(int64_t x) const { return std::to_string(x); }
     std::string operator()(double x) const { return py_float(x); }
@@ -110,27 +117,37 @@ class SegmentWriter {
 
   // A checkpoint's body reads the is-checkpointing flag before each of its ops and once they
   // returned, as recheck's interpreter does (flag-in-body).
-  int write(const Segment& segment, const std::string& site, bool checkpoint_body = false) {
+  // `inputs`: how many values the segment starts with (its leaves or arguments).
+  int write(const Segment& segment, const std::string& site, int inputs, bool checkpoint_body = false) {
     const int id = next_++;
     std::ostringstream body;
     body << "def seg_" << id << "(run, *inputs):\n";
-    body << "    v = list(inputs)\n";
+    body << "    v = Values(inputs)\n";
+    // This segment's checkpoints without output, by their first output's value number.
+    if (std::any_of(segment.ops.begin(), segment.ops.end(), without_output)) body << "    kept = {}\n";
+    int values = inputs;
     for (size_t i = 0; i < segment.ops.size(); ++i) {
       const std::string op_site = site + ".ops[" + std::to_string(i) + "]";
       if (checkpoint_body) body << "    run.read_flag()\n";
-      body << "    " << line(segment.ops[i], op_site) << "\n";
+      body << "    " << line(segment.ops[i], op_site, values) << "\n";
+      values += op_output_count(segment.ops[i]);
     }
     if (checkpoint_body) body << "    run.read_flag()\n";
     body << "    return (";
-    for (int o : segment.outputs) body << "v[" << o << "], ";
+    for (int o : segment.outputs) body << "v.value(" << o << "), ";
     body << ")\n\n\n";
     functions += body.str();
     return id;
   }
 
  private:
-  std::string line(const Op& op, const std::string& site) {
+  // `value`: the number of the op's first output in its segment.
+  std::string line(const Op& op, const std::string& site, int value) {
+    // An op's operand: `v[i]` raises where the tensor's storage holds none of its elements (a
+    // discarded output not recomputed yet), as recheck's ops do; values handed on as they are
+    // (arguments, stashes, hooks, outputs) are read with v.value(i).
     auto x = [](int i) { return "v[" + std::to_string(i) + "]"; };
+    auto held = [](int i) { return "v.value(" + std::to_string(i) + ")"; };
     if (const auto* o = std::get_if<Unary>(&op)) {
       switch (o->fn) {
         case Unary::Fn::tanh: return "v.append(torch.tanh(" + x(o->x) + "))";
@@ -169,7 +186,7 @@ class SegmentWriter {
              (o->source == RngSource::tracker ? py_string(o->tracker_state) : std::string("None")) + ", " +
              py_float(o->p) + "))";
     }
-    if (const auto* o = std::get_if<Stash>(&op)) return "run.stash[" + py_string(site) + "] = " + x(o->x);
+    if (const auto* o = std::get_if<Stash>(&op)) return "run.stash[" + py_string(site) + "] = " + held(o->x);
     if (const auto* o = std::get_if<Raise>(&op)) {
       const char* when = o->when == Raise::When::recompute         ? "recompute"
                          : o->when == Raise::When::first_iteration ? "first-iteration"
@@ -177,25 +194,35 @@ class SegmentWriter {
       return "v.append(run.raise_op(" + x(o->x) + ", " + py_string(when) + "))";
     }
     if (const auto* o = std::get_if<Fork>(&op)) {
-      const int body = write(*o->body, site + ".body");
+      const int body = write(*o->body, site + ".body", static_cast<int>(o->args.size()));
       std::string args;
-      for (int a : o->args) args += x(a) + ", ";
+      for (int a : o->args) args += held(a) + ", ";
       return "with tracker().fork(" + py_string(o->tracker_state) + "):\n        v.extend(seg_" + std::to_string(body) +
              "(run, " + args + "))";
     }
     if (const auto* o = std::get_if<Autocast>(&op)) {
-      const int body = write(*o->body, site + ".body");
+      const int body = write(*o->body, site + ".body", static_cast<int>(o->args.size()));
       std::string args;
-      for (int a : o->args) args += x(a) + ", ";
+      for (int a : o->args) args += held(a) + ", ";
       return "with torch.autocast(" + py_string(o->device_type) + ", dtype=torch." +
              (o->dtype == Autocast::Precision::float16 ? "float16" : "bfloat16") +
              ", enabled=" + (o->enabled ? "True" : "False") + "):\n        v.extend(seg_" + std::to_string(body) +
              "(run, " + args + "))";
     }
+    if (const auto* o = std::get_if<Discard>(&op)) {
+      std::string named;
+      for (int k : o->checkpoints) named += "kept[" + std::to_string(k) + "], ";
+      return "run.discard(" + py_string(site) + ", [" + named + "], " + held(o->hook) + ", v)";
+    }
     const auto& c = std::get<Checkpoint>(op);
-    const int body = write(*c.body, site + ".body", /*checkpoint_body=*/true);
+    // Megatron's CheckpointWithoutOutput sets no is-checkpointing flag: its body reads none.
+    const int body = write(*c.body, site + ".body", static_cast<int>(c.args.size()), /*checkpoint_body=*/!c.without_output);
     std::string args;
     for (const Arg& a : c.args) args += py_arg(a) + ", ";
+    if (c.without_output) {
+      return "v.extend(run.call_without_output(" + py_string(site) + ", seg_" + std::to_string(body) + ", [" + args +
+             "], kept, " + std::to_string(value) + "))";
+    }
     std::string options;
     for (const auto& [name, value] : c.options) options += (options.empty() ? "" : ", ") + py_string(name) + ": " + py_string(value);
     return "v.extend(run.call_checkpoint(" + py_string(site) + ", seg_" + std::to_string(body) + ", " +
@@ -227,12 +254,11 @@ std::string export_python(const Case& c, const ExportOptions& options) {
     throw std::invalid_argument("--checkpoint: expected megatron, megatron-clearing, torch or torch-non-reentrant, got '" +
                                 options.checkpoint + "'");
   }
-  if (any_op(c.root, [](const Op& op) {
-        const auto* checkpoint = std::get_if<Checkpoint>(&op);
-        return std::holds_alternative<Discard>(op) || (checkpoint != nullptr && checkpoint->without_output);
-      })) {
-    throw std::invalid_argument("export-python does not write checkpoints without output (Megatron's "
-                                "CheckpointWithoutOutput) yet: replay the case with recheck");
+  const bool has_without_output = any_op(c.root, without_output);
+  if (has_without_output && options.checkpoint.rfind("torch", 0) == 0) {
+    throw std::invalid_argument("--checkpoint " + options.checkpoint +
+                                ": the case holds checkpoints without output (Megatron's CheckpointWithoutOutput), which "
+                                "torch has not: use megatron or megatron-clearing");
   }
   std::string names;
   for (const char* p : kProperties) names += (names.empty() ? "" : ", ") + std::string(p);
@@ -267,7 +293,8 @@ std::string export_python(const Case& c, const ExportOptions& options) {
   out << "It rebuilds the case with torch ops, runs it eagerly and through a checkpoint function, and\n"
          "asserts a property: an AssertionError with the evidence means the property fails.\n\n"
          "    python3 THIS_SCRIPT [--checkpoint megatron|megatron-clearing|torch] [--property NAME]\n\n"
-         "megatron needs megatron-core; on CPU, Megatron's CUDA RNG calls go to a stand-in generator.\n\n"
+         "megatron needs megatron-core; on CPU, Megatron's CUDA RNG calls go to a stand-in generator.\n"
+         "Checkpoints without output are megatron-core's CheckpointWithoutOutput(fp8=None).\n\n"
          "The case, as `recheck show` prints it:\n\n";
   std::istringstream listing(show(c));
   for (std::string line; std::getline(listing, line);) out << "    " << py_docstring_text(line) << "\n";
@@ -280,6 +307,7 @@ std::string export_python(const Case& c, const ExportOptions& options) {
   out << "]\n";
   out << "ITERATIONS = " << c.iterations << "\n";
   out << "CONTINUE_AFTER_ERROR = " << (c.continue_after_error ? "True" : "False") << "\n";
+  out << "WITHOUT_OUTPUT = " << (has_without_output ? "True" : "False") << "\n";
   out << "USES_TRACKER = " << (uses_tracker(c.root) ? "True" : "False") << "\n";
   out << "CPU_SEED = " << (c.seed ^ 0x9E3779B97F4A7C15ULL) << "\n";
   out << "TRACKER_SEED = " << static_cast<int64_t>(c.seed) << "\n";
@@ -305,7 +333,7 @@ std::string export_python(const Case& c, const ExportOptions& options) {
   // bridge's python-clearing variants run too); the case itself comes after them.
   out << "\n" << embedded::kExportRuntimePy << "\n\n\n" << embedded::kPrWrapperPy << "\n\n";
   SegmentWriter writer;
-  writer.write(c.root, "root");
+  writer.write(c.root, "root", static_cast<int>(c.leaves.size()));
   out << writer.functions;
   out << "if __name__ == \"__main__\":\n    main()\n";
   return out.str();

@@ -66,6 +66,14 @@ def rng_snapshot():
     return snap
 
 
+def storage_bytes(t):
+    return t.untyped_storage().nbytes() if torch.is_tensor(t) else 0
+
+
+def same_storage(a, b):
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() and a.untyped_storage().nbytes() > 0
+
+
 def rng_difference(a, b):
     return ", ".join(k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
 
@@ -79,8 +87,33 @@ def make_leaves():
     return leaves
 
 
+def allocated(t):
+    """Whether t's storage holds every element t addresses (a discarded output's does not, and
+    reading it reads freed memory)."""
+    if t.numel() == 0:
+        return True
+    last = t.storage_offset() + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+    return (last + 1) * t.element_size() <= t.untyped_storage().nbytes()
+
+
+class Values(list):
+    """A segment's values. An op reads its operands by index, and reading a tensor whose storage
+    holds none of its elements raises, as recheck's ops do (the kernels would read freed memory);
+    value(i) hands a value on as it is."""
+
+    def __getitem__(self, i):
+        t = list.__getitem__(self, i)
+        if torch.is_tensor(t) and not allocated(t):
+            raise RuntimeError("an op reads a tensor whose storage holds none of its elements "
+                               "(a discarded output not recomputed yet)")
+        return t
+
+    def value(self, i):
+        return list.__getitem__(self, i)
+
+
 def keep(t):
-    return t.detach().clone() if torch.is_tensor(t) else None
+    return t.detach().clone() if torch.is_tensor(t) and allocated(t) else None
 
 
 def autocast_state():
@@ -94,8 +127,10 @@ def autocast_state():
 class Run:
     """One run of the case: the checkpoint function, and what the properties read."""
 
-    def __init__(self, checkpoint):
+    def __init__(self, checkpoint, without_output=None):
         self.checkpoint = checkpoint
+        self.without_output = without_output  # makes a checkpoint without output; None: eager mode
+        self.discards = []
         self.recomputing = 0
         self.stash = {}
         self.calls = []
@@ -120,12 +155,18 @@ class Run:
         return kept
 
     def call_checkpoint(self, site, body, distribute, args, options=None):
+        run_function, watch = self.watched(site, body, args)
+        return watch(self.checkpoint(run_function, distribute, *args, **(options or {})))
+
+    def watched(self, site, body, args):
+        """The body as a checkpoint calls it, recording each call (forward's, then each
+        recomputation's) for the properties; and what watches the call's outputs."""
         started, calls, returned, states, flags = [0], [], [False], [], []
         # The caller's own tensors: a checkpoint that hands them to its recomputation as they are
         # (PyTorch's non-reentrant one) made no recomputation input of them.
         callers = [weakref.ref(a) for a in args if torch.is_tensor(a)]
         self.calls.append({"site": site, "iteration": self.iteration, "calls": calls, "autocast": states,
-                           "flags": flags})
+                           "flags": flags, "started": started})
 
         def run_function(*inputs):
             recompute = started[0] > 0
@@ -148,14 +189,67 @@ class Run:
             states.append(state)
             return outputs
 
-        outputs = self.checkpoint(run_function, distribute, *args, **(options or {}))
-        outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
-        # Whether this call's backward returned: after an error, the inputs of a backward the
-        # error cut short were never collected, so the change has nothing to clear there.
-        nodes = {o.grad_fn for o in outputs if torch.is_tensor(o) and o.grad_fn is not None}
-        for node in nodes:
-            node.register_hook(lambda grad_inputs, grad_outputs: returned.__setitem__(0, True))
+        def watch(outputs):
+            outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+            # Whether this call's backward returned: after an error, the inputs of a backward the
+            # error cut short were never collected, so the change has nothing to clear there.
+            nodes = {o.grad_fn for o in outputs if torch.is_tensor(o) and o.grad_fn is not None}
+            for node in nodes:
+                node.register_hook(lambda grad_inputs, grad_outputs: returned.__setitem__(0, True))
+            return outputs
+
+        return run_function, watch
+
+    def call_without_output(self, site, body, args, kept, first):
+        """A checkpoint without output (Megatron's CheckpointWithoutOutput): its outputs; what
+        discards them is kept in `kept` under `first`, the value number of its first output.
+        Eager mode runs the body as it is."""
+        run_function, watch = self.watched(site, body, args)
+        started = self.calls[-1]["started"]
+        handle = self.without_output() if self.without_output else None
+        outputs = watch(handle.checkpoint(run_function, *args) if handle else run_function(*args))
+        kept[first] = {"site": site, "handle": handle, "outputs": outputs, "started": started,
+                       "forward": [keep(o) for o in outputs], "forward_bytes": [storage_bytes(o) for o in outputs]}
         return outputs
+
+    def discard(self, site, named, hook, values):
+        """A discard op: frees the outputs of the checkpoints `named` and registers their
+        recomputation on hook's gradient; records which of the caller's tensors (`values`, every
+        value of the segment so far) it changed besides those outputs and views of them."""
+        outputs = [o for k in named for o in k["outputs"] if torch.is_tensor(o)]
+        first = min(next(i for i, x in enumerate(values) if x is k["outputs"][0]) for k in named)
+        held = [(i, t, storage_bytes(t), keep(t)) for i, t in enumerate(values)
+                if torch.is_tensor(t) and not (i >= first and any(same_storage(t, o) for o in outputs))]
+        hook_calls = [0]
+        if hook.requires_grad:
+            hook.register_hook(lambda grad: hook_calls.__setitem__(0, hook_calls[0] + 1))
+        handles = [k["handle"] for k in named if k["handle"] is not None]
+        for handle in handles:
+            handle.discard_output_and_register_recompute(hook)
+        touched = []
+        for i, t, nbytes, data in held:
+            if storage_bytes(t) != nbytes:
+                touched.append(f"v{i}: storage {nbytes} -> {storage_bytes(t)} bytes")
+            elif bitwise_difference(keep(t), data) is not None:
+                touched.append(f"v{i}: data changed")
+        for k in named:
+            freed = any(storage_bytes(o) < b for o, b in zip(k["outputs"], k["forward_bytes"]) if torch.is_tensor(o))
+            self.discards.append({"site": site, "checkpoint": k["site"], "touched": touched, "freed": freed,
+                                  "kept": k, "hook_calls": hook_calls})
+
+    def finish_discards(self):
+        """The iteration's discards, completed: recomputations, and the outputs as the caller
+        holds them once the iteration ended."""
+        records = []
+        for d in self.discards:
+            k = d["kept"]
+            records.append({"site": d["site"], "checkpoint": d["checkpoint"], "touched": d["touched"],
+                            "freed": d["freed"], "hook_reached": d["hook_calls"][0] > 0,
+                            "recomputations": max(0, k["started"][0] - 1), "forward": k["forward"],
+                            "forward_bytes": k["forward_bytes"], "after": [keep(o) for o in k["outputs"]],
+                            "after_bytes": [storage_bytes(o) for o in k["outputs"]]})
+        self.discards = []
+        return records
 
     def random(self, x, fn, source, state, p):
         def draw(generator, where):
@@ -184,10 +278,10 @@ class Run:
         return x  # not reached: the shapes never match
 
 
-def run_case(checkpoint):
+def run_case(checkpoint, without_output=None):
     seed_all()
     leaves = make_leaves()
-    run = Run(checkpoint)
+    run = Run(checkpoint, without_output)
     seen = {"iterations": [], "error": None, "calls": run.calls}
     for iteration in range(ITERATIONS):
         run.iteration = iteration
@@ -218,6 +312,7 @@ def run_case(checkpoint):
                                 "message": str(error), "rng": rng_snapshot(), "rng_at_start": start}}
             seen["error"] = seen["error"] or record["error"]
             outputs = loss = None  # the graph goes with them, as it does in recheck
+        record["discards"] = run.finish_discards()
         record["stashed"] = run.stashed()
         record["leaf_grads"] = [keep(leaf.grad) for leaf in leaves]
         record["leaf_data"] = [keep(leaf) for leaf in leaves]
@@ -374,6 +469,30 @@ def check(prop, subject, eager, oracle):
                     return f"{where} data: {d}"
                 if a.get("version") != b.get("version"):
                     return f"{where}: _version {a.get('version')}, the oracle's {b.get('version')}"
+    elif prop == "discard-own-outputs":
+        for i, s in enumerate(subject["iterations"]):
+            for d in s["discards"]:
+                if d["touched"]:
+                    return f"{at(i, s)}, discard {d['site']} of {d['checkpoint']}: it changed the caller's " \
+                        + ", ".join(d["touched"])
+    elif prop == "discard-recomputed":
+        for i, s in enumerate(subject["iterations"]):
+            for d in s["discards"] if "error" not in s else ():
+                where = f"iteration {i}, outputs of {d['checkpoint']} discarded at {d['site']}"
+                if not d["freed"]:
+                    continue
+                if not d["hook_reached"]:
+                    if d["recomputations"]:
+                        return f"{where}: recomputed {d['recomputations']} times, though backward never reached its hook"
+                    continue
+                if d["recomputations"] != 1:
+                    return f"{where}: recomputed {d['recomputations']} times, not once"
+                for o, (x, y) in enumerate(zip(d["after"], d["forward"])):
+                    if d["after_bytes"][o] != d["forward_bytes"][o] or (x is None) != (y is None):
+                        return (f"{where}, output {o}: its storage holds {d['after_bytes'][o]} bytes after the "
+                                f"iteration, {d['forward_bytes'][o]} after forward")
+                    if (diff := bitwise_difference(x, y)):
+                        return f"{where}, output {o}: its data after the iteration differs from forward's: {diff}"
     elif prop == "grad-released":
         for i, s in enumerate(subject["iterations"]):
             if s["holding_grad"]:
@@ -409,6 +528,15 @@ def checkpoint_function(name):
     return lambda f, distribute, *args: function.apply(f, distribute, *args)
 
 
+def without_output_function(name):
+    """What makes a checkpoint without output for --checkpoint `name`: Megatron's
+    CheckpointWithoutOutput as its layers make it without FP8 (fp8=None), with the clearing change
+    in its backward for megatron-clearing (python/pr_wrapper.py)."""
+    module = need_megatron("Megatron's CheckpointWithoutOutput")
+    made = module.CheckpointWithoutOutput if name == "megatron" else clearing_without_output(module)
+    return lambda: made(fp8=None)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", choices=["megatron", "megatron-clearing", "torch", "torch-non-reentrant"],
@@ -421,6 +549,9 @@ def main():
         if name not in PROPERTIES:
             parser.error(f"--property: no property named {name!r} (known: {', '.join(PROPERTIES)})")
     torch_only = args.checkpoint.startswith("torch")
+    if WITHOUT_OUTPUT and torch_only:
+        parser.error("the case holds checkpoints without output (Megatron's CheckpointWithoutOutput), which torch "
+                     "has not: use --checkpoint megatron or megatron-clearing")
     if "flag-in-body" in wanted and torch_only:
         parser.error("--property flag-in-body reads Megatron's is-checkpointing flag, which torch's checkpoint "
                      "does not set: use --checkpoint megatron or megatron-clearing")
@@ -428,8 +559,10 @@ def main():
     if not torch_only or USES_TRACKER or against_oracle:
         need_megatron("Megatron's checkpoint, its RNG tracker, or a comparison with it")
     eager = run_case(lambda f, distribute, *a, **options: f(*a))
-    subject = run_case(checkpoint_function(args.checkpoint))
-    oracle = run_case(checkpoint_function("megatron")) if against_oracle else None
+    subject = run_case(checkpoint_function(args.checkpoint),
+                       without_output_function(args.checkpoint) if WITHOUT_OUTPUT else None)
+    oracle = run_case(checkpoint_function("megatron"),
+                      without_output_function("megatron") if WITHOUT_OUTPUT else None) if against_oracle else None
     failures = []
     for name in wanted:
         evidence = check(name, subject, eager, oracle)

@@ -150,6 +150,10 @@ def resolve(module_name, attr):
         except Exception as error:
             raise CodeImportError(describe_import_failure("megatron.core.tensor_parallel.random", error,
                                                           _folders_of_package("megatron"))) from error
+        # A variant that needs what this Megatron lacks says so before any case (cannot_run).
+        refusal = getattr(function.make, "cannot_run", lambda: None)()
+        if refusal:
+            raise CodeImportError(f"{module_name}:{attr}: {refusal}")
     has_tracker = hasattr(module, "get_cuda_rng_tracker") and hasattr(module, "model_parallel_cuda_manual_seed")
     if has_tracker:
         check_tracker(module)
@@ -422,8 +426,9 @@ class WithoutOutput:
     "without_output", python/megatron_without_output/variants.py): `make()` gives an object with
     Megatron's CheckpointWithoutOutput interface (checkpoint, discard_output_and_register_recompute);
     the cases' plain checkpoints call the variant's plain_checkpoint, else the module's
-    checkpoint(body, distribute, *args); one discard of
-    several goes to the module's discard_together(objects, hook) where it has one (a manager)."""
+    checkpoint(body, distribute, *args); a discard goes to the variant's discard_together(objects,
+    hook) where it has one (a manager), else the module's, else to each object's
+    discard_output_and_register_recompute; a variant's cannot_run() says why it cannot run here."""
 
     def __init__(self, module, make):
         self.module = module
@@ -439,7 +444,7 @@ def call_without_output(function, body, args):
 
 
 def discard(function, kept, hook):
-    together = getattr(function.module, "discard_together", None)
+    together = getattr(function.make, "discard_together", None) or getattr(function.module, "discard_together", None)
     if together is not None:
         together(kept, hook)
         return

@@ -31,3 +31,32 @@ def clearing(function, module):
     # The same name as the function wrapped: autograd names the node after it, and error
     # messages quote that name.
     return type(function.__name__, (function,), {"backward": staticmethod(backward)})
+
+
+def clearing_without_output(module):
+    """The same change made in CheckpointWithoutOutput's backward (module's
+    CheckpointWithoutOutputFunction): once it has collected the gradients from the detached
+    recomputation inputs (ctx.inputs), their .grad is reset. Returns a subclass of
+    module.CheckpointWithoutOutput whose checkpoint() applies that function (the module's global,
+    swapped while checkpoint() runs: it names the function there)."""
+    released = module.CheckpointWithoutOutputFunction
+
+    def backward(ctx, *grad_outputs):
+        inputs = getattr(ctx, "inputs", None)  # none without a recomputation: backward raises as released
+        grads = released.backward(ctx, *grad_outputs)
+        for tensor in inputs or ():
+            if isinstance(tensor, torch.Tensor):
+                tensor.grad = None
+        return grads
+
+    function = type(released.__name__, (released,), {"backward": staticmethod(backward)})
+
+    def checkpoint(self, run_function, *args):
+        module.CheckpointWithoutOutputFunction = function
+        try:
+            return module.CheckpointWithoutOutput.checkpoint(self, run_function, *args)
+        finally:
+            module.CheckpointWithoutOutputFunction = released
+
+    base = module.CheckpointWithoutOutput
+    return type(base.__name__, (base,), {"checkpoint": checkpoint})

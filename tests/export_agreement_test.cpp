@@ -1,8 +1,9 @@
 // The exported scripts (properties/export_runtime.py) re-implement recheck's properties in
 // Python, so that a finding replays with torch alone. They must not drift from the C++
-// properties: each case here, generated for PyTorch's non-reentrant checkpoint with its call
-// options, is checked by recheck and by its exported script, and every property the script
-// checks without Megatron must get the same verdict from both.
+// properties: each case here, generated for a subject's implementation, is checked by recheck and
+// by its exported script, and every property the script checks must get the same verdict from
+// both. PyTorch's non-reentrant checkpoint with its call options (torch alone), and Megatron's
+// CheckpointWithoutOutput with the plain checkpoints around and inside it (megatron-core).
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -13,9 +14,12 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <ATen/Parallel.h>
 
 #include "core/case.h"
 #include "properties/export_python.h"
@@ -34,13 +38,17 @@ const std::vector<std::string> kTorchOnly = {"outputs-bitwise", "recompute-fidel
                                              "rng-restored",    "errors-match",       "no-side-effects",
                                              "grad-released"};
 
-// The exported scripts of `cases`, run one after another in one Python process (torch imported
-// once), each property's verdict as each script prints it: true where it holds.
-std::vector<std::map<std::string, bool>> script_verdicts(const std::vector<Case>& cases, std::vector<std::string>& outputs) {
+// The exported scripts of `cases`, run one after another by one Python process (torch, and
+// megatron-core where the scripts run it, imported once), with `isolate` each in a child process
+// of its own forked from it (a script that crashes prints no verdict); each property's verdict as
+// each script prints it: true where it holds.
+std::vector<std::map<std::string, bool>> script_verdicts(const std::vector<Case>& cases, const std::string& checkpoint,
+                                                         const std::vector<std::string>& properties, bool isolate,
+                                                         std::vector<std::string>& outputs) {
   ExportOptions options;
-  options.checkpoint = "torch-non-reentrant";
+  options.checkpoint = checkpoint;
   options.property.clear();
-  for (const std::string& p : kTorchOnly) options.property += (options.property.empty() ? "" : ",") + p;
+  for (const std::string& p : properties) options.property += (options.property.empty() ? "" : ",") + p;
   const std::string dir = ::testing::TempDir() + "/export_agreement_" + std::to_string(getpid());
   std::system(("mkdir -p " + dir).c_str());
   std::string paths;
@@ -50,15 +58,26 @@ std::vector<std::map<std::string, bool>> script_verdicts(const std::vector<Case>
     paths += "'" + script + "', ";
   }
   const std::string driver = dir + "/driver.py";
-  std::ofstream(driver) << "import runpy, sys\n"
+  std::ofstream(driver) << "import os, runpy, sys, warnings\n"
+                        << "import torch\n"
+                        << "if " << (checkpoint.rfind("megatron", 0) == 0 ? "True" : "False") << ":\n"
+                        << "    warnings.simplefilter('ignore')\n"
+                        << "    import megatron.core.tensor_parallel.random\n"
+                        << "ISOLATE = " << (isolate ? "True" : "False") << "\n"
                         << "for path in [" << paths << "]:\n"
                         << "    print('=== ' + path, flush=True)\n"
-                        << "    sys.argv = [path]\n"
-                        << "    try:\n"
-                        << "        runpy.run_path(path, run_name='__main__')\n"
-                        << "    except (AssertionError, SystemExit):\n"
-                        << "        pass\n"
-                        << "    sys.stdout.flush()\n";
+                        << "    pid = os.fork() if ISOLATE else 0\n"
+                        << "    if pid == 0:\n"
+                        << "        sys.argv = [path]\n"
+                        << "        try:\n"
+                        << "            runpy.run_path(path, run_name='__main__')\n"
+                        << "        except (AssertionError, SystemExit):\n"
+                        << "            pass\n"
+                        << "        sys.stdout.flush()\n"
+                        << "        if ISOLATE:\n"
+                        << "            os._exit(0)\n"
+                        << "    else:\n"
+                        << "        os.waitpid(pid, 0)\n";
   const std::string log = dir + "/driver.log";
   std::system((std::string(test_paths::python_executable()) + " " + driver + " > " + log + " 2>/dev/null").c_str());
   std::ifstream in(log);
@@ -72,7 +91,7 @@ std::vector<std::map<std::string, bool>> script_verdicts(const std::vector<Case>
     }
     if (verdicts.empty()) continue;
     outputs.back() += line + "\n";
-    for (const std::string& p : kTorchOnly) {
+    for (const std::string& p : properties) {
       const std::string key = ", " + p + ": ";
       const size_t at = line.find(key);
       if (line.rfind("torch ", 0) == 0 && at != std::string::npos) verdicts.back()[p] = line.compare(at + key.size(), 5, "holds") == 0;
@@ -82,43 +101,118 @@ std::vector<std::map<std::string, bool>> script_verdicts(const std::vector<Case>
   return verdicts;
 }
 
-TEST(ExportAgreement, the_exported_script_gives_recheck_s_verdict_on_every_property_it_checks) {
+// recheck's verdict on each property for `sut` against itself; with `isolate` checked in a child
+// process: a released function that crashes the process on the case (Megatron's
+// CheckpointWithoutOutput reading a freed output) gives none.
+std::optional<std::map<std::string, bool>> recheck_verdicts(const Case& c, CheckpointImplementation& sut, bool isolate) {
+  if (!isolate) {
+    const CaseResult result = check_case(c, sut, sut);
+    if (!result.skipped.empty()) return std::nullopt;
+    std::map<std::string, bool> verdicts;
+    for (const PropertyResult& r : result.results) verdicts[r.property] = r.sut.holds;
+    return verdicts;
+  }
+  int pipe_ends[2];
+  if (pipe(pipe_ends) != 0) return std::nullopt;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // OpenMP's threads do not survive a fork: a parent that computed with them (an earlier test
+    // in this process) would leave the child waiting on them forever.
+    at::set_num_threads(1);
+    close(pipe_ends[0]);
+    std::string text;
+    const CaseResult result = check_case(c, sut, sut);
+    if (result.skipped.empty()) {
+      for (const PropertyResult& r : result.results) text += r.property + (r.sut.holds ? " 1\n" : " 0\n");
+    }
+    text += "end\n";
+    (void)!write(pipe_ends[1], text.data(), text.size());
+    _exit(0);
+  }
+  close(pipe_ends[1]);
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = read(pipe_ends[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<size_t>(n));
+  close(pipe_ends[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || text.size() < 4 || text.compare(text.size() - 4, 4, "end\n") != 0) return std::nullopt;
+  std::map<std::string, bool> verdicts;
+  std::istringstream lines(text);
+  std::string property;
+  for (int holds; lines >> property >> holds;) verdicts[property] = holds != 0;
+  if (verdicts.empty()) return std::nullopt;  // skipped
+  return verdicts;
+}
+
+// Draws `count` cases for `implementation` of `subject` (from draw seed `first_seed` on), checks
+// each with recheck and with its exported script (--checkpoint `checkpoint`), and expects the same
+// verdict on each of `properties`; returns per property the cases where both say it fails.
+std::map<std::string, int> expect_agreement(const std::string& subject_name, const std::string& implementation,
+                                            const std::string& checkpoint, const std::vector<std::string>& properties,
+                                            uint64_t first_seed, const char* count_variable, int default_count) {
   python::register_bridge();
-  const Subject& subject = find_subject("torch-checkpoint-non-reentrant");
-  auto released = subject.make(subject.change);
-  const GenOptions options = options_for(GenOptions{}, *released);
-  const char* wanted = std::getenv("RECHECK_EXPORT_AGREEMENT_CASES");
-  const int count = wanted ? std::atoi(wanted) : 200;
+  const Subject& subject = find_subject(subject_name);
+  auto sut = subject.make(implementation);
+  const GenOptions options = options_for(GenOptions{}, *sut);
+  const char* wanted = std::getenv(count_variable);
+  const int count = wanted ? std::atoi(wanted) : default_count;
   std::vector<Case> cases;
-  std::vector<CaseResult> results;
+  std::vector<std::map<std::string, bool>> results;
   std::vector<uint64_t> seeds;
   for (int i = 0; i < count; ++i) {
-    const uint64_t seed = 9000 + static_cast<uint64_t>(i);
+    const uint64_t seed = first_seed + static_cast<uint64_t>(i);
     Case c = draw_case(options, seed);
-    CaseResult result = check_case(c, *released, *released);
-    if (!result.skipped.empty()) continue;
+    auto verdicts = recheck_verdicts(c, *sut, subject.cases_may_crash);
+    if (!verdicts) continue;
     cases.push_back(std::move(c));
-    results.push_back(std::move(result));
+    results.push_back(std::move(*verdicts));
     seeds.push_back(seed);
   }
   std::vector<std::string> outputs;
-  const std::vector<std::map<std::string, bool>> script = script_verdicts(cases, outputs);
-  ASSERT_EQ(script.size(), cases.size()) << "the driver ran " << script.size() << " of " << cases.size() << " scripts";
-  std::map<std::string, int> failing;  // per property, the cases where both say it fails
-  for (size_t k = 0; k < cases.size(); ++k) {
-    for (const PropertyResult& r : results[k].results) {
-      if (std::find(kTorchOnly.begin(), kTorchOnly.end(), r.property) == kTorchOnly.end()) continue;
-      const auto it = script[k].find(r.property);
-      ASSERT_NE(it, script[k].end()) << "the script printed no verdict for " << r.property << ", draw seed " << seeds[k]
-                                     << ":\n" << outputs[k];
-      EXPECT_EQ(it->second, r.sut.holds) << r.property << ", draw seed " << seeds[k] << ": recheck "
-                                         << (r.sut.holds ? "holds" : "fails: " + r.sut.describe()) << "\nscript:\n"
-                                         << outputs[k] << show(cases[k]);
-      failing[r.property] += !r.sut.holds && !it->second;
+  const std::vector<std::map<std::string, bool>> script = script_verdicts(cases, checkpoint, properties, subject.cases_may_crash, outputs);
+  EXPECT_EQ(script.size(), cases.size()) << "the driver ran " << script.size() << " of " << cases.size() << " scripts";
+  std::map<std::string, int> failing;
+  for (size_t k = 0; k < std::min(cases.size(), script.size()); ++k) {
+    for (const auto& [property, holds] : results[k]) {
+      if (std::find(properties.begin(), properties.end(), property) == properties.end()) continue;
+      const auto it = script[k].find(property);
+      if (it == script[k].end()) {
+        ADD_FAILURE() << "the script printed no verdict for " << property << ", draw seed " << seeds[k] << ":\n"
+                      << outputs[k] << show(cases[k]);
+        break;
+      }
+      EXPECT_EQ(it->second, holds) << property << ", draw seed " << seeds[k] << ": recheck "
+                                   << (holds ? "holds" : "fails") << "\nscript:\n" << outputs[k] << show(cases[k]);
+      failing[property] += !holds && !it->second;
     }
   }
+  return failing;
+}
+
+TEST(ExportAgreement, the_exported_script_gives_recheck_s_verdict_on_every_property_it_checks) {
+  python::register_bridge();
+  const Subject& subject = find_subject("torch-checkpoint-non-reentrant");
+  const auto failing = expect_agreement(subject.name, subject.change, "torch-non-reentrant", kTorchOnly, 9000,
+                                        "RECHECK_EXPORT_AGREEMENT_CASES", 200);
   // Both sides saw failures to agree on, not only passes.
-  EXPECT_GT(failing["errors-match"], 0);
+  EXPECT_GT(failing.count("errors-match") ? failing.at("errors-match") : 0, 0);
+}
+
+// Megatron's CheckpointWithoutOutput as released, every property the subject holds it to that a
+// script can check (all but the memory ones), the discards' two among them.
+TEST(ExportAgreement, the_exported_script_of_a_checkpoint_without_output_gives_recheck_s_verdicts) {
+  python::register_bridge();
+  const Subject& subject = find_subject("megatron-checkpoint-without-output");
+  std::vector<std::string> properties;
+  for (const std::string& p : subject.properties) {
+    if (exportable(p)) properties.push_back(p);
+  }
+  ASSERT_NE(std::find(properties.begin(), properties.end(), "discard-own-outputs"), properties.end());
+  const auto failing = expect_agreement(subject.name, subject.oracle, "megatron", properties, 7000,
+                                        "RECHECK_EXPORT_AGREEMENT_CASES", 150);
+  EXPECT_GT(failing.count("errors-match") ? failing.at("errors-match") : 0, 0);
+  EXPECT_GT(failing.count("discard-own-outputs") ? failing.at("discard-own-outputs") : 0, 0);
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 // discards, the properties they need, and the clearing change's question for this function.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <memory>
 #include <set>
 #include <string>
@@ -135,6 +138,33 @@ TEST(MegatronWithoutOutput, discard_recomputed_tells_outputs_given_back_without_
   EXPECT_NE(recomputed.sut.detail.find("differs from forward's"), std::string::npos) << recomputed.sut.describe();
 }
 
+// The mutant that offloads the checkpoint's argument at the discard and gives it back before the
+// recomputation: the caller's v2 is empty in between, which only discard-own-outputs sees (nothing
+// reads v2 then, and the gradients, outputs and state after the iteration are the released
+// function's).
+TEST(MegatronWithoutOutput, discard_own_outputs_alone_kills_a_discard_that_offloads_the_arguments) {
+  Case c = discarded_case(tanh_body());
+  // v2 = tanh(x) becomes the checkpoint's argument: every value after it moves up by one.
+  c.root.ops.insert(c.root.ops.begin(), Unary{Unary::Fn::tanh, 0});
+  std::get<Checkpoint>(c.root.ops[1]).args = {Ref{2}};
+  c.root.ops[2] = Matmul{3, 1};
+  c.root.ops[3] = Discard{{3}, 4};
+  c.root.outputs = {4};
+  validate(c);
+  auto released = subject().make(subject().oracle);
+  auto mutant = subject().make("megatron-without-output-inputs-offloaded");
+  const CaseResult result = check_case(c, *released, *mutant, RunOptions{}, EagerRun::always);
+  for (const PropertyResult& r : result.results) {
+    if (r.property == "discard-own-outputs") {
+      EXPECT_EQ(r.classification, Classification::regression) << r.sut.describe();
+      EXPECT_NE(r.sut.detail.find("v2: storage 48 -> 0 bytes"), std::string::npos) << r.sut.describe();
+    } else {
+      EXPECT_EQ(r.classification, Classification::pass) << r.property << ": " << r.sut.describe();
+    }
+  }
+  EXPECT_TRUE(result_of(result, "discard-own-outputs").oracle.holds);
+}
+
 // The change's question for this function: a body that keeps its input (a module caching it)
 // keeps the detached recomputation input alive, and with it the .grad backward collected from it,
 // as in CheckpointFunction; the clearing change applied to this backward lets go of it.
@@ -211,6 +241,77 @@ TEST(MegatronWithoutOutput, the_findings_standalone_scripts_show_them) {
   const auto fp8 = test_shell::run_shell(python + "without_output_fp8_default.py 2>&1");
   EXPECT_EQ(fp8.exit_code, 1) << fp8.output;
   EXPECT_NE(fp8.output.find("CheckpointWithoutOutput(fp8=False).fp8 = True"), std::string::npos) << fp8.output;
+}
+
+// The smallest case of the change's question, in the corpus, as a standalone script: it fails
+// grad-released with megatron-core's function and holds with the clearing change; the script in
+// docs/scripts/ is what export-python writes for it today.
+TEST(MegatronWithoutOutput, the_kept_grad_s_exported_script_shows_it_with_megatron_core_alone) {
+  const std::string corpus = std::string(test_paths::source_dir()) + "/corpus/python/without-output-stashed-input-keeps-its-grad.json";
+  const std::string committed = std::string(test_paths::source_dir()) + "/docs/scripts/without_output_stashed_input_keeps_grad.py";
+  const std::string script = ::testing::TempDir() + "/kept-grad-" + std::to_string(getpid()) + ".py";
+  const auto exported = test_shell::run_shell(std::string(test_paths::recheck_binary()) + " export-python " + corpus +
+                                              " --out " + script + " 2>&1");
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  EXPECT_NE(exported.output.find("(grad-released, --checkpoint megatron)"), std::string::npos) << exported.output;
+  EXPECT_EQ(test_shell::run_shell("cmp " + script + " " + committed + " 2>&1").exit_code, 0)
+      << "docs/scripts/without_output_stashed_input_keeps_grad.py is not what export-python writes: "
+         "build-py/recheck export-python " << corpus << " --out " << committed;
+  const std::string python = std::string(test_paths::python_executable()) + " " + script;
+  const auto kept = test_shell::run_shell(python + " 2>&1");
+  EXPECT_EQ(kept.exit_code, 1) << kept.output;
+  EXPECT_NE(kept.output.find("grad-released: FAILS: after iteration 0: recomputation inputs still holding .grad: "
+                             "root.ops[0] input 0"),
+            std::string::npos)
+      << kept.output;
+  const auto cleared = test_shell::run_shell(python + " --checkpoint megatron-clearing 2>&1");
+  EXPECT_EQ(cleared.exit_code, 0) << cleared.output;
+  EXPECT_NE(cleared.output.find("checkpoint megatron-clearing, grad-released: holds"), std::string::npos) << cleared.output;
+  // The discards' properties in the script: the released function holds them on this case.
+  const auto discards = test_shell::run_shell(python + " --property discard-own-outputs,discard-recomputed 2>&1");
+  EXPECT_EQ(discards.exit_code, 0) << discards.output;
+  // torch has no checkpoint without output: refused in one line.
+  const auto torch = test_shell::run_shell(std::string(test_paths::recheck_binary()) + " export-python " + corpus +
+                                           " --checkpoint torch 2>&1");
+  EXPECT_EQ(torch.exit_code, 2) << torch.output;
+  EXPECT_NE(torch.output.find("holds checkpoints without output"), std::string::npos) << torch.output;
+}
+
+// megatron-core 0.16.1 has no manager: the managed variant is refused before any case, naming why.
+TEST(MegatronWithoutOutput, the_managed_variant_is_refused_where_megatron_has_no_manager) {
+  const char* path = std::getenv("PYTHONPATH");
+  if (path != nullptr && *path != '\0') GTEST_SKIP() << "PYTHONPATH is set: a tree on it may have a manager";
+  try {
+    subject().make("megatron-without-output-managed");
+    FAIL() << "made the managed variant on megatron-core without a manager";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("has no checkpoint manager (CheckpointWithoutOutputManager or MHCCheckpointManager)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// A Megatron-LM tree with a manager (RECHECK_MEGATRON_MAIN_TREE, RECHECK_MEGATRON_DEV_TREE: the
+// folder holding megatron/, git archive of NVIDIA/Megatron-LM's main or dev): its discards made by
+// the manager hold every property the per-object discards hold (no alarm against the released
+// function of the same tree), and the tree's function and the clearing change made in it raise no
+// alarm either.
+TEST(MegatronWithoutOutput, a_tree_s_manager_discards_as_the_objects_do) {
+  int trees = 0;
+  for (const char* variable : {"RECHECK_MEGATRON_MAIN_TREE", "RECHECK_MEGATRON_DEV_TREE"}) {
+    const char* tree = std::getenv(variable);
+    if (tree == nullptr || *tree == '\0') continue;
+    ++trees;
+    const std::string run = "PYTHONPATH=" + std::string(tree) + " " + test_paths::recheck_binary() +
+                            " run --subject megatron-checkpoint-without-output --cases 150 --seed 11 --jobs 2 --quiet --out " +
+                            ::testing::TempDir() + "/tree-run ";
+    const auto managed = test_shell::run_shell(run + "--sut megatron-without-output-managed --oracle megatron-without-output 2>&1");
+    EXPECT_EQ(managed.exit_code, 0) << variable << ": " << managed.output;
+    EXPECT_NE(managed.output.find(std::string(tree)), std::string::npos) << "the tree's file is not named: " << managed.output;
+    const auto change = test_shell::run_shell(run + "2>&1");
+    EXPECT_EQ(change.exit_code, 0) << variable << ": " << change.output;
+  }
+  if (trees == 0) GTEST_SKIP() << "RECHECK_MEGATRON_MAIN_TREE and RECHECK_MEGATRON_DEV_TREE name no Megatron-LM tree";
 }
 
 }  // namespace

@@ -25,10 +25,15 @@ const std::vector<Alias>& variants() {
        "Megatron's CheckpointWithoutOutput as released in megatron-core (fp8=None)"},
       {"megatron-without-output-clearing", "python-change:recheck_megatron_without_output:clearing",
        "change: the clearing change in CheckpointWithoutOutputFunction's backward (detached inputs' .grad reset)"},
+      {"megatron-without-output-managed", "python:recheck_megatron_without_output:managed",
+       "equivalent: the released function, each discard made by the tree's manager (one hook recomputing "
+       "its checkpoints in order; a Megatron-LM tree with CheckpointWithoutOutputManager or MHCCheckpointManager)"},
       {"megatron-without-output-rng-not-restored", "python:recheck_megatron_without_output:rng_not_restored",
        "mutant: the recomputation runs from backward's RNG states, not forward's"},
       {"megatron-without-output-not-copied-back", "python:recheck_megatron_without_output:not_copied_back",
        "mutant: the recomputation gives the outputs their storage back without the recomputed bytes"},
+      {"megatron-without-output-inputs-offloaded", "python:recheck_megatron_without_output:inputs_offloaded",
+       "mutant: the discard frees the arguments' storage too, until the recomputation gives it back"},
   };
   return all;
 }
@@ -54,7 +59,12 @@ Subject megatron_without_output() {
   // too late, a body returning its argument) is freed memory: libtorch reads it and the process
   // crashes, with the released function as with its variants.
   subject.cases_may_crash = true;
-  subject.exported_as = [](const std::string&) { return "megatron-without-output"; };
+  // The script runs megatron-core's CheckpointWithoutOutput and CheckpointFunction, with the
+  // clearing change in both for the change (python/pr_wrapper.py); a mutant's script runs them as
+  // released.
+  subject.exported_as = [](const std::string& name) {
+    return name == "megatron-without-output-clearing" ? "megatron-clearing" : "megatron";
+  };
   return subject;
 }
 

@@ -47,30 +47,10 @@ def _classes():
 
     megatron_random = _megatron()
 
-    class ClearingFunction(megatron_random.CheckpointWithoutOutputFunction):
-        """The clearing change of CheckpointFunction (Megatron-LM PR #6117) made in this backward:
-        once the gradients are collected from the detached inputs, their .grad is reset."""
-
-        @staticmethod
-        def backward(ctx, *grad_outputs):
-            inputs = ctx.inputs
-            grads = megatron_random.CheckpointWithoutOutputFunction.backward(ctx, *grad_outputs)
-            for tensor in inputs or ():
-                if isinstance(tensor, torch.Tensor):
-                    tensor.grad = None
-            return grads
-
-    class Clearing(megatron_random.CheckpointWithoutOutput):
-        """CheckpointWithoutOutput whose checkpoint() applies ClearingFunction (the module's global,
-        swapped while it runs: checkpoint() names it there)."""
-
-        def checkpoint(self, run_function, *args):
-            released_function = megatron_random.CheckpointWithoutOutputFunction
-            megatron_random.CheckpointWithoutOutputFunction = ClearingFunction
-            try:
-                return super().checkpoint(run_function, *args)
-            finally:
-                megatron_random.CheckpointWithoutOutputFunction = released_function
+    bridge = sys.modules["recheck_bridge"]
+    # The change made in CheckpointWithoutOutputFunction's backward, as export-python's scripts
+    # make it too (python/pr_wrapper.py).
+    Clearing = bridge.clearing_without_output(megatron_random)
 
     class RngNotRestored(megatron_random.CheckpointWithoutOutput):
         def _recompute(self, grad):
@@ -87,10 +67,34 @@ def _classes():
                 for output in outputs or ():
                     output.untyped_storage().fill_(0)
 
+    class InputsOffloaded(megatron_random.CheckpointWithoutOutput):
+        def checkpoint(self, run_function, *args):
+            self.offloaded = [(a, None) for a in args if isinstance(a, torch.Tensor)]
+            return super().checkpoint(run_function, *args)
+
+        def discard_output_and_register_recompute(self, hook_tensor):
+            super().discard_output_and_register_recompute(hook_tensor)
+            # The arguments' bytes go to a private copy, their storage is freed...
+            kept = []
+            for argument, _ in self.offloaded:
+                storage = argument.untyped_storage()
+                kept.append((argument, storage.clone() if storage.nbytes() else None))
+                storage.resize_(0)
+            self.offloaded = kept
+
+        def _recompute(self, grad):
+            # ... and given back before the recomputation reads them.
+            for argument, copy in self.offloaded:
+                if copy is not None and argument.untyped_storage().nbytes() == 0:
+                    argument.untyped_storage().resize_(copy.nbytes())
+                    argument.untyped_storage().copy_(copy)
+            self.offloaded = []
+            return super()._recompute(grad)
+
     # CheckpointFunction with the PR's change, as recheck's bridge applies it (python/pr_wrapper.py).
-    clearing_function = sys.modules["recheck_bridge"].clearing(megatron_random.CheckpointFunction, megatron_random)
+    clearing_function = bridge.clearing(megatron_random.CheckpointFunction, megatron_random)
     return {"Clearing": Clearing, "RngNotRestored": RngNotRestored, "NotCopiedBack": NotCopiedBack,
-            "clearing_function": clearing_function}
+            "InputsOffloaded": InputsOffloaded, "clearing_function": clearing_function}
 
 
 def released():
@@ -112,6 +116,48 @@ def _clearing_checkpoint(body, distribute, *args):
 clearing.plain_checkpoint = _clearing_checkpoint
 
 
+# Managers: newer Megatron-LM trees group the checkpoints without output of a layer under one
+# manager (CheckpointWithoutOutputManager on main, MHCCheckpointManager on dev), which discards
+# all their outputs and registers one hook that recomputes them in forward order.
+_MANAGERS = ("CheckpointWithoutOutputManager", "MHCCheckpointManager")
+
+
+def _manager_class():
+    megatron_random = _megatron()
+    for name in _MANAGERS:
+        if hasattr(megatron_random, name):
+            return getattr(megatron_random, name)
+    return None
+
+
+def managed():
+    """CheckpointWithoutOutput as released, each discard of these cases made by the tree's manager:
+    the checkpoints it names added in order, then one discard_all_outputs_and_register_unified_recompute
+    on the hook. Runs where megatron.core.tensor_parallel.random has a manager (a Megatron-LM tree
+    first on PYTHONPATH)."""
+    return _megatron().CheckpointWithoutOutput(fp8=None)
+
+
+def _cannot_run_managed():
+    if _manager_class() is None:
+        return (f"{_megatron().__file__} has no checkpoint manager ({' or '.join(_MANAGERS)}): "
+                f"megatron-core 0.16.1 has none; put a Megatron-LM source tree that has one (main since "
+                f"2026, dev) first on PYTHONPATH")
+    return None
+
+
+def _discard_with_manager(objects, hook):
+    manager = _manager_class()()
+    for one in objects:
+        one.ckpt_manager = manager
+        manager.add_checkpoint(one)
+    manager.discard_all_outputs_and_register_unified_recompute(hook)
+
+
+managed.cannot_run = _cannot_run_managed
+managed.discard_together = _discard_with_manager
+
+
 # Mutants: each one plausible mistake in CheckpointWithoutOutput.
 
 def rng_not_restored():
@@ -124,3 +170,10 @@ def not_copied_back():
     """The recomputation gives the outputs their storage back but not the recomputed bytes ("the
     consumers' backward reads ctx.outputs"): every caller of a discarded output reads zeros."""
     return _classes()["NotCopiedBack"](fp8=None)
+
+
+def inputs_offloaded():
+    """The discard frees the arguments' storage with the outputs', keeping their bytes aside until
+    the recomputation gives them back ("only the recomputation reads them"): the caller's own
+    tensors are empty in between, though nothing autograd computes changes."""
+    return _classes()["InputsOffloaded"](fp8=None)
