@@ -60,7 +60,9 @@ void register_python_subject(const EmbeddedModule& module, const std::vector<Ali
     add_alias(variant);
     const auto starts = [&](const char* word) { return variant.description.rfind(word, 0) == 0; };
     VariantKind kind = VariantKind::change;
-    if (variant.name == subject.oracle && variant.name != subject.change) kind = VariantKind::oracle;
+    // The oracle, and another released form of the function (its description says "released: "):
+    // compared, not held to the change's claims nor a control of the mutant gate.
+    if ((variant.name == subject.oracle && variant.name != subject.change) || starts("released: ")) kind = VariantKind::oracle;
     else if (starts("mutant: ")) kind = VariantKind::mutant;
     else if (starts("equivalent: ")) kind = VariantKind::equivalent;
     const std::string attr = variant.spec.substr(variant.spec.rfind(':') + 1);

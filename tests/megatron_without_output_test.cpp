@@ -11,6 +11,8 @@
 #include <set>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/case.h"
 #include "core/interpreter.h"
 #include "oracles/eager.h"
@@ -292,24 +294,44 @@ TEST(MegatronWithoutOutput, the_managed_variant_is_refused_where_megatron_has_no
 }
 
 // A Megatron-LM tree with a manager (RECHECK_MEGATRON_MAIN_TREE, RECHECK_MEGATRON_DEV_TREE: the
-// folder holding megatron/, git archive of NVIDIA/Megatron-LM's main or dev): its discards made by
-// the manager hold every property the per-object discards hold (no alarm against the released
-// function of the same tree), and the tree's function and the clearing change made in it raise no
-// alarm either.
-TEST(MegatronWithoutOutput, a_tree_s_manager_discards_as_the_objects_do) {
+// folder holding megatron/, git archive of NVIDIA/Megatron-LM's main or dev). The clearing change
+// made in the tree's function raises no alarm. The tree's manager and its checkpoints refer to
+// each other, so a checkpoint whose recomputation never runs keeps its inputs until Python's cycle
+// collector runs: the managed variant keeps more than eager mode where the per-object discards do
+// not (memory-eager-floor, and grad-released where what it keeps is a recomputation input), and
+// nothing else differs; the finding's script shows it with the tree alone.
+TEST(MegatronWithoutOutput, a_tree_s_manager_keeps_the_checkpoints_it_never_recomputed_until_gc) {
   int trees = 0;
   for (const char* variable : {"RECHECK_MEGATRON_MAIN_TREE", "RECHECK_MEGATRON_DEV_TREE"}) {
     const char* tree = std::getenv(variable);
     if (tree == nullptr || *tree == '\0') continue;
     ++trees;
+    const std::string json = ::testing::TempDir() + "/tree-run-" + std::to_string(getpid()) + ".json";
     const std::string run = "PYTHONPATH=" + std::string(tree) + " " + test_paths::recheck_binary() +
                             " run --subject megatron-checkpoint-without-output --cases 150 --seed 11 --jobs 2 --quiet --out " +
-                            ::testing::TempDir() + "/tree-run ";
-    const auto managed = test_shell::run_shell(run + "--sut megatron-without-output-managed --oracle megatron-without-output 2>&1");
-    EXPECT_EQ(managed.exit_code, 0) << variable << ": " << managed.output;
-    EXPECT_NE(managed.output.find(std::string(tree)), std::string::npos) << "the tree's file is not named: " << managed.output;
+                            ::testing::TempDir() + "/tree-run --json " + json + " ";
     const auto change = test_shell::run_shell(run + "2>&1");
     EXPECT_EQ(change.exit_code, 0) << variable << ": " << change.output;
+    const auto managed = test_shell::run_shell(run + "--sut megatron-without-output-managed --oracle megatron-without-output 2>&1");
+    EXPECT_EQ(managed.exit_code, 1) << variable << ": " << managed.output;
+    const nlohmann::json report = nlohmann::json::parse(test_shell::run_shell("cat " + json).output);
+    int memory = 0;
+    for (const auto& finding : report.at("findings")) {
+      const std::string property = finding.at("property").get<std::string>();
+      const std::string classification = finding.at("classification").get<std::string>();
+      if (classification != "regression" && classification != "divergent") continue;
+      EXPECT_TRUE(property == "memory-eager-floor" || property == "grad-released") << variable << ": " << finding.dump();
+      memory += property == "memory-eager-floor";
+    }
+    EXPECT_GT(memory, 0) << variable << ": " << managed.output;
+    EXPECT_NE(report.dump().find(std::string(tree) + "/megatron/core/tensor_parallel/random.py"), std::string::npos)
+        << "the report does not name the tree's file";
+    const auto script = test_shell::run_shell("PYTHONPATH=" + std::string(tree) + " " + test_paths::python_executable() + " " +
+                                              test_paths::source_dir() +
+                                              "/docs/scripts/without_output_manager_keeps_inputs_until_gc.py 2>&1");
+    EXPECT_EQ(script.exit_code, 1) << variable << ": " << script.output;
+    EXPECT_NE(script.output.find("x alive once the caller let go; after gc.collect(): freed"), std::string::npos)
+        << script.output;
   }
   if (trees == 0) GTEST_SKIP() << "RECHECK_MEGATRON_MAIN_TREE and RECHECK_MEGATRON_DEV_TREE name no Megatron-LM tree";
 }

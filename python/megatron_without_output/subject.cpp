@@ -26,8 +26,8 @@ const std::vector<Alias>& variants() {
       {"megatron-without-output-clearing", "python-change:recheck_megatron_without_output:clearing",
        "change: the clearing change in CheckpointWithoutOutputFunction's backward (detached inputs' .grad reset)"},
       {"megatron-without-output-managed", "python:recheck_megatron_without_output:managed",
-       "equivalent: the released function, each discard made by the tree's manager (one hook recomputing "
-       "its checkpoints in order; a Megatron-LM tree with CheckpointWithoutOutputManager or MHCCheckpointManager)"},
+       "released: each discard made by the tree's manager, one hook recomputing its checkpoints in order (a "
+       "Megatron-LM tree with CheckpointWithoutOutputManager or MHCCheckpointManager)"},
       {"megatron-without-output-rng-not-restored", "python:recheck_megatron_without_output:rng_not_restored",
        "mutant: the recomputation runs from backward's RNG states, not forward's"},
       {"megatron-without-output-not-copied-back", "python:recheck_megatron_without_output:not_copied_back",
