@@ -44,17 +44,14 @@ Subject megatron_without_output() {
   subject.description = "Megatron's CheckpointWithoutOutput (megatron-core), through the Python bridge";
   subject.change = "megatron-without-output-clearing";
   subject.oracle = "megatron-without-output";
-  // Held against eager mode and the released function; the clearing change's claim grad-released as
-  // for CheckpointFunction, and memory against eager mode's floor; discards free and recompute only
-  // the checkpoint's own outputs. Megatron's CheckpointWithoutOutput sets no is-checkpointing flag:
-  // flag-in-body is left out. memory-floor is left out until its peak is explained: with plain
-  // checkpoints around checkpoints without output the change peaked 16 and 24 bytes above the
-  // released function (2 of 150 cases, `recheck run --subject ... --cases 150 --seed 11`, cases 73
-  // and 104, with memory-floor listed), its floor never above.
-  subject.properties = {"grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager",
-                        "rng-restored",  "errors-match",    "no-side-effects",   "stash-kept",
-                        "stash-grads",   "grad-released",   "memory-eager-floor", "discard-own-outputs",
-                        "discard-recomputed"};
+  // Held against eager mode and the released function; the clearing change's claims (grad-released,
+  // memory-floor, no-extra-allocations) as for CheckpointFunction, and memory against eager mode's
+  // floor too; discards free and recompute only the checkpoint's own outputs. Megatron's
+  // CheckpointWithoutOutput sets no is-checkpointing flag: flag-in-body is left out.
+  subject.properties = {"grads-bitwise",      "outputs-bitwise",      "recompute-fidelity", "grads-match-eager",
+                        "rng-restored",       "errors-match",         "no-side-effects",    "stash-kept",
+                        "stash-grads",        "grad-released",        "memory-floor",       "no-extra-allocations",
+                        "memory-eager-floor", "discard-own-outputs",  "discard-recomputed"};
   // A discarded output a caller's backward reads before its recomputation (a hook autograd reaches
   // too late, a body returning its argument) is freed memory: libtorch reads it and the process
   // crashes, with the released function as with its variants.
