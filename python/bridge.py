@@ -150,8 +150,9 @@ def resolve(module_name, attr):
         except Exception as error:
             raise CodeImportError(describe_import_failure("megatron.core.tensor_parallel.random", error,
                                                           _folders_of_package("megatron"))) from error
-        # A variant that needs what this Megatron lacks says so before any case (cannot_run).
-        refusal = getattr(function.make, "cannot_run", lambda: None)()
+        # A variant that needs what this Megatron lacks says so before any case: its own
+        # cannot_run(), else its module's.
+        refusal = (getattr(function.make, "cannot_run", None) or getattr(function.module, "cannot_run", lambda: None))()
         if refusal:
             raise CodeImportError(f"{module_name}:{attr}: {refusal}")
     has_tracker = hasattr(module, "get_cuda_rng_tracker") and hasattr(module, "model_parallel_cuda_manual_seed")

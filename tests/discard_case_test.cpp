@@ -4,7 +4,10 @@
 // (tests/megatron_without_output_test.cpp).
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <random>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -116,6 +119,30 @@ TEST(DiscardCase, only_an_implementation_that_runs_them_draws_them) {
     }));
   }
   EXPECT_GT(with, 40);
+}
+
+// The fuzzer's byte decoder draws them as the generator does, for an implementation that runs
+// them: every decoded case validates and round-trips, and a decoder for one that runs none draws
+// none.
+TEST(DiscardCase, the_byte_decoder_draws_them_for_an_implementation_that_runs_them) {
+  GenOptions options;
+  options.without_output = true;
+  std::mt19937_64 bytes_of(20261203);
+  int with = 0;
+  for (int input = 0; input < 300; ++input) {
+    std::vector<uint8_t> data(64 + bytes_of() % 960);
+    for (uint8_t& byte : data) byte = static_cast<uint8_t>(bytes_of());
+    const Case c = decode_case(data.data(), data.size(), options);
+    EXPECT_NO_THROW(validate(c)) << "input " << input;
+    const json once = to_json(c);
+    EXPECT_EQ(to_json(case_from_json(once)), once) << "input " << input;
+    if (any_op(c.root, [](const Op& op) { return std::holds_alternative<Discard>(op); })) ++with;
+    EXPECT_FALSE(any_op(decode_case(data.data(), data.size()).root, [](const Op& op) {
+      const auto* checkpoint = std::get_if<Checkpoint>(&op);
+      return std::holds_alternative<Discard>(op) || (checkpoint != nullptr && checkpoint->without_output);
+    }));
+  }
+  EXPECT_GT(with, 30);
 }
 
 }  // namespace

@@ -293,6 +293,24 @@ TEST(MegatronWithoutOutput, the_managed_variant_is_refused_where_megatron_has_no
   }
 }
 
+// A Megatron older than CheckpointWithoutOutput (here a stand-in tree whose random.py lacks it):
+// every variant is refused before any case, in one line naming the file and the first version.
+TEST(MegatronWithoutOutput, a_megatron_without_the_function_is_refused_before_any_case) {
+  const std::string tree = ::testing::TempDir() + "/old-megatron-" + std::to_string(getpid());
+  const std::string package = tree + "/megatron/core/tensor_parallel";
+  ASSERT_EQ(test_shell::run_shell("mkdir -p " + package + " && touch " + tree + "/megatron/core/__init__.py " + package +
+                                  "/__init__.py && echo 'class CheckpointFunction: pass' > " + package + "/random.py")
+                .exit_code,
+            0);
+  const auto run = test_shell::run_shell("PYTHONPATH=" + tree + " " + test_paths::recheck_binary() +
+                                         " run --subject megatron-checkpoint-without-output --cases 1 2>&1");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("/old-megatron-" + std::to_string(getpid()) +
+                            "/megatron/core/tensor_parallel/random.py has no CheckpointWithoutOutput (Megatron-LM since 3b141a2471"),
+            std::string::npos)
+      << run.output;
+}
+
 // A Megatron-LM tree with a manager (RECHECK_MEGATRON_MAIN_TREE, RECHECK_MEGATRON_DEV_TREE: the
 // folder holding megatron/, git archive of NVIDIA/Megatron-LM's main or dev). The clearing change
 // made in the tree's function raises no alarm. The tree's manager and its checkpoints refer to

@@ -34,6 +34,16 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def cannot_run():
+    """Why the variants cannot run on this Megatron, or None: CheckpointWithoutOutput came in
+    Megatron-LM 3b141a2471 (2025-04-05), megatron-core 0.13."""
+    megatron_random = _megatron()
+    if not hasattr(megatron_random, "CheckpointWithoutOutput"):
+        return (f"{megatron_random.__file__} has no CheckpointWithoutOutput (Megatron-LM since 3b141a2471, "
+                f"2025-04-05; megatron-core 0.13 or later)")
+    return None
+
+
 def checkpoint(body, distribute, *args):
     """A plain checkpoint of these cases, around or inside checkpoints without output: Megatron's
     CheckpointFunction as released (a variant may name another as its plain_checkpoint)."""
@@ -139,6 +149,8 @@ def managed():
 
 
 def _cannot_run_managed():
+    if cannot_run():
+        return cannot_run()
     if _manager_class() is None:
         return (f"{_megatron().__file__} has no checkpoint manager ({' or '.join(_MANAGERS)}): "
                 f"megatron-core 0.16.1 has none; put a Megatron-LM source tree that has one (main since "
