@@ -79,6 +79,9 @@ class CheckpointImplementation {
   // holding one is refused otherwise: check_call_options), running one (the outputs, and what
   // discard_outputs needs of it), and discarding the outputs of some of them with one hook.
   virtual bool runs_without_output() const { return false; }
+  // Whether its checkpoints without output take arguments that are not tensors (None, numbers,
+  // strings), as Megatron-LM's since 2026 do; megatron-core 0.16.1's refuse them.
+  virtual bool without_output_takes_non_tensors() const { return false; }
   virtual std::pair<Values, std::shared_ptr<KeptOutputs>> apply_without_output(const RunFunction& run_function,
                                                                                const CallSettings& call,
                                                                                const Values& args);

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
 #include "core/memory.h"
 
 namespace recheck {
@@ -30,6 +34,44 @@ bool same_bits(const at::Tensor& a, const at::Tensor& b) {
 bool shares_storage(const at::Tensor& a, const at::Tensor& b) {
   return a.defined() && b.defined() && a.has_storage() && b.has_storage() &&
          a.storage().unsafeGetStorageImpl() == b.storage().unsafeGetStorageImpl();
+}
+
+// Counts, through a weak reference, the calls of the node it is added to.
+class CountingPostHook : public torch::autograd::FunctionPostHook {
+ public:
+  explicit CountingPostHook(std::weak_ptr<int> count) : count_(std::move(count)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    if (const auto count = count_.lock()) ++*count;
+    return outputs;
+  }
+
+ private:
+  std::weak_ptr<int> count_;
+};
+
+// How often backward computes `hook`'s gradient from now on. A leaf's is counted after its
+// accumulator node ran, not with a tensor hook: on a leaf, a hook registered from Python (the
+// implementation's recomputation) and one registered from C++ replace each other (torch keeps a
+// leaf's Python hooks in a dict it installs in place of the tensor's hooks), so either the count
+// or the implementation's own hook would be lost.
+std::shared_ptr<int> count_gradients_reaching(const at::Tensor& hook) {
+  if (!hook.requires_grad()) return std::make_shared<int>(0);
+  if (!hook.is_leaf()) {
+    auto calls = std::make_shared<int>(0);
+    hook.register_hook([calls](const at::Tensor&) { ++*calls; });
+    return calls;
+  }
+  // The count shares its life with the accumulator it watches (kept until the record is taken).
+  struct Watched {
+    int calls = 0;
+    std::shared_ptr<torch::autograd::Node> accumulator;
+  };
+  auto watched = std::make_shared<Watched>();
+  watched->accumulator = torch::autograd::impl::grad_accumulator(hook);
+  std::shared_ptr<int> calls(watched, &watched->calls);
+  watched->accumulator->add_post_hook(std::make_unique<CountingPostHook>(calls));
+  return calls;
 }
 
 }  // namespace
@@ -93,8 +135,7 @@ void Discards::discard(const Discard& op, const std::string& site, const Values&
   std::vector<std::shared_ptr<KeptOutputs>> handles;
   for (const auto& k : named) handles.push_back(k->handle);
   const at::Tensor& hook = as_tensor(values.at(op.hook));  // a tensor: validate()
-  auto hook_calls = std::make_shared<int>(0);
-  if (hook.requires_grad()) hook.register_hook([hook_calls](const at::Tensor&) { ++*hook_calls; });
+  const std::shared_ptr<int> hook_calls = count_gradients_reaching(hook);
   implementation.discard_outputs(handles, hook);
 
   std::vector<std::string> touched;

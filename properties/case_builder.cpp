@@ -221,7 +221,11 @@ Arg SegmentBuilder::pick_arg(const std::vector<Arg>& earlier, std::vector<ValueI
     child_inputs.push_back(values_[ref]);
     return Ref{ref};
   }
-  if (kind == 1) {
+  return non_tensor_arg(kind == 1, child_inputs);
+}
+
+Arg SegmentBuilder::non_tensor_arg(bool none, std::vector<ValueInfo>& child_inputs) {
+  if (none) {
     child_inputs.push_back(ValueInfo{ValueInfo::Kind::none, {}, false, false});
     return None{};
   }

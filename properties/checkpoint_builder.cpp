@@ -177,6 +177,10 @@ std::optional<std::pair<int, int>> SegmentBuilder::add_consumed_checkpoint(std::
     int ref = 0;
     if (a == 0 && first_arg) {
       ref = *first_arg;
+    } else if (a > 0 && options_.without_output_non_tensors && choose_in_range(0, 4) == 0) {
+      // Megatron-LM's function since 2026 keeps None and literals apart from the tensors it saves.
+      op.args.push_back(non_tensor_arg(choose_in_range(0, 3) == 0, child_inputs));
+      continue;
     } else {
       std::vector<int> candidates = choose_in_range(0, 4) == 0 ? tensors() : float_tensors();
       prefer_own_inputs(candidates);

@@ -2,9 +2,10 @@
 // is measured in, and what fuzz-seeds keeps inputs for.
 #include "properties/generator.h"
 
-#include "core/analysis.h"
-
+#include <algorithm>
 #include <set>
+
+#include "core/analysis.h"
 
 namespace recheck {
 
@@ -60,7 +61,12 @@ class FeatureWalker {
         produced = walk(*f->body, args, depth, true);
       } else if (const auto* c = std::get_if<Checkpoint>(&op)) {
         ++checkpoints;
-        if (c->without_output) out_.insert(depth > 0 ? "checkpoint without output, nested" : "checkpoint without output");
+        if (c->without_output) {
+          out_.insert(depth > 0 ? "checkpoint without output, nested" : "checkpoint without output");
+          if (std::any_of(c->args.begin(), c->args.end(), [](const Arg& a) { return !std::holds_alternative<Ref>(a); })) {
+            out_.insert("checkpoint without output, non-tensor argument");
+          }
+        }
         produced = walk_checkpoint(*c, values, input_count, depth, in_fork);
       } else {
         produced = plain_op_facts(op, values);

@@ -20,6 +20,7 @@ GenOptions options_for(GenOptions options, const CheckpointImplementation& sut) 
   if (!sut.distributes(options.device == "cuda")) options.distribute_one_in = 0;
   options.call_options = sut.call_options();
   options.without_output = sut.runs_without_output();
+  options.without_output_non_tensors = options.without_output && sut.without_output_takes_non_tensors();
   return options;
 }
 

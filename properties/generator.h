@@ -30,6 +30,9 @@ struct GenOptions {
   // Checkpoints without output and discards of their outputs (a variant that runs them:
   // CheckpointImplementation::runs_without_output).
   bool without_output = false;
+  // ... whose arguments may be None and literals besides tensors
+  // (CheckpointImplementation::without_output_takes_non_tensors).
+  bool without_output_non_tensors = false;
 };
 
 // `options` narrowed to what `sut` runs: its RNG sources, no distributing checkpoint if it cannot

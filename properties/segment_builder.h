@@ -100,6 +100,8 @@ class SegmentBuilder {
   static std::string pick_tracker_state();
 
   Arg pick_arg(const std::vector<Arg>& earlier, std::vector<ValueInfo>& child_inputs);
+  // None (`none`), or a literal: an int, a float, a bool or a string.
+  Arg non_tensor_arg(bool none, std::vector<ValueInfo>& child_inputs);
 
   // The checkpoint function's own call options (GenOptions::call_options), drawn once the body
   // is built; a value that promises something only of bodies without random draws is drawn only

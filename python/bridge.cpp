@@ -335,6 +335,13 @@ class PythonCheckpoint : public CheckpointImplementation {
       has_tracker_ = resolved[3].cast<bool>();
       distributes_ = resolved[5].cast<bool>();
       keeps_flag_ = py::hasattr(module_, "IS_CHECKPOINTING");
+      // A subject's variants module says whether its checkpoints without output take arguments
+      // that are not tensors (takes_non_tensor_arguments()).
+      if (style_ == "without_output") {
+        const py::object variants = function_.attr("module");
+        takes_non_tensors_ = py::hasattr(variants, "takes_non_tensor_arguments") &&
+                             variants.attr("takes_non_tensor_arguments")().cast<bool>();
+      }
       call_options_ = read_call_options(module_);
       // A subject's module names the code its variants run ("MODULE:NAME", its CODE) where that is
       // not the function a spec names: then every variant of it is the same code.
@@ -421,6 +428,7 @@ class PythonCheckpoint : public CheckpointImplementation {
   }
 
   bool runs_without_output() const override { return style_ == "without_output"; }
+  bool without_output_takes_non_tensors() const override { return takes_non_tensors_; }
 
   std::pair<Values, std::shared_ptr<KeptOutputs>> apply_without_output(const RunFunction& run_function,
                                                                        const CallSettings& /*call*/,
@@ -556,6 +564,7 @@ class PythonCheckpoint : public CheckpointImplementation {
   bool has_tracker_ = false;
   std::vector<CallOption> call_options_;
   bool keeps_flag_ = false;  // the module has Megatron's IS_CHECKPOINTING
+  bool takes_non_tensors_ = false;
   bool distributes_ = false;
   mutable bool tensor_parallel_started_ = false;
   rng::TrackerHooks hooks_;

@@ -4,6 +4,7 @@
 // (tests/megatron_without_output_test.cpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -119,6 +120,39 @@ TEST(DiscardCase, only_an_implementation_that_runs_them_draws_them) {
     }));
   }
   EXPECT_GT(with, 40);
+}
+
+// For an implementation whose checkpoints without output take None and literals (Megatron-LM's
+// since 2026), some of their arguments after the first are such; never for one that takes
+// tensors only (megatron-core 0.16.1), and the draws for it are as before.
+TEST(DiscardCase, non_tensor_arguments_are_drawn_only_where_the_implementation_takes_them) {
+  GenOptions tensors_only;
+  tensors_only.without_output = true;
+  GenOptions mixed = tensors_only;
+  mixed.without_output_non_tensors = true;
+  const auto mixes = [](const Case& c) {
+    const std::vector<std::string> features = case_features(c);
+    return std::find(features.begin(), features.end(), "checkpoint without output, non-tensor argument") != features.end();
+  };
+  int with = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const Case c = draw_case(mixed, seed);
+    EXPECT_NO_THROW(validate(c)) << "draw seed " << seed;
+    with += mixes(c);
+    EXPECT_FALSE(mixes(draw_case(tensors_only, seed))) << "draw seed " << seed;
+  }
+  EXPECT_GT(with, 20);
+  // Eager mode runs them (the body gets the literal as it is): most such cases complete.
+  EagerExecution eager;
+  int mixed_cases = 0;
+  int completed = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const Case c = draw_case(mixed, seed);
+    if (!mixes(c)) continue;
+    ++mixed_cases;
+    completed += !run_case(c, eager).error;
+  }
+  EXPECT_GT(completed, mixed_cases / 2) << completed << " of " << mixed_cases;
 }
 
 // The fuzzer's byte decoder draws them as the generator does, for an implementation that runs

@@ -143,7 +143,9 @@ TEST(MegatronWithoutOutput, discard_recomputed_tells_outputs_given_back_without_
 // The mutant that offloads the checkpoint's argument at the discard and gives it back before the
 // recomputation: the caller's v2 is empty in between, which only discard-own-outputs sees (nothing
 // reads v2 then, and the gradients, outputs and state after the iteration are the released
-// function's).
+// function's). Held to the change's memory claims the mutant fails no-extra-allocations too (the
+// copy it keeps is an allocation): the check leaves the claims out (`--claims none`), and asserts
+// the claims see the copy and nothing else.
 TEST(MegatronWithoutOutput, discard_own_outputs_alone_kills_a_discard_that_offloads_the_arguments) {
   Case c = discarded_case(tanh_body());
   // v2 = tanh(x) becomes the checkpoint's argument: every value after it moves up by one.
@@ -155,7 +157,7 @@ TEST(MegatronWithoutOutput, discard_own_outputs_alone_kills_a_discard_that_offlo
   validate(c);
   auto released = subject().make(subject().oracle);
   auto mutant = subject().make("megatron-without-output-inputs-offloaded");
-  const CaseResult result = check_case(c, *released, *mutant, RunOptions{}, EagerRun::always);
+  const CaseResult result = check_case(c, *released, *mutant, RunOptions{}, EagerRun::always, parse_claims("none"));
   for (const PropertyResult& r : result.results) {
     if (r.property == "discard-own-outputs") {
       EXPECT_EQ(r.classification, Classification::regression) << r.sut.describe();
@@ -165,6 +167,9 @@ TEST(MegatronWithoutOutput, discard_own_outputs_alone_kills_a_discard_that_offlo
     }
   }
   EXPECT_TRUE(result_of(result, "discard-own-outputs").oracle.holds);
+  const CaseResult claimed = check_case(c, *released, *mutant, RunOptions{}, EagerRun::always);
+  EXPECT_EQ(result_of(claimed, "no-extra-allocations").classification, Classification::regression);
+  EXPECT_EQ(result_of(claimed, "grad-released").classification, Classification::pass);
 }
 
 // The change's question for this function: a body that keeps its input (a module caching it)
@@ -315,9 +320,9 @@ TEST(MegatronWithoutOutput, a_megatron_without_the_function_is_refused_before_an
 // folder holding megatron/, git archive of NVIDIA/Megatron-LM's main or dev). The clearing change
 // made in the tree's function raises no alarm. The tree's manager and its checkpoints refer to
 // each other, so a checkpoint whose recomputation never runs keeps its inputs until Python's cycle
-// collector runs: the managed variant keeps more than eager mode where the per-object discards do
-// not (memory-eager-floor, and grad-released where what it keeps is a recomputation input), and
-// nothing else differs; the finding's script shows it with the tree alone.
+// collector runs: the managed variant keeps more than eager mode and the per-object discards
+// (memory-eager-floor, memory-floor, and grad-released where what it keeps is a recomputation
+// input), and nothing else differs; the finding's script shows it with the tree alone.
 TEST(MegatronWithoutOutput, a_tree_s_manager_keeps_the_checkpoints_it_never_recomputed_until_gc) {
   int trees = 0;
   for (const char* variable : {"RECHECK_MEGATRON_MAIN_TREE", "RECHECK_MEGATRON_DEV_TREE"}) {
@@ -338,7 +343,8 @@ TEST(MegatronWithoutOutput, a_tree_s_manager_keeps_the_checkpoints_it_never_reco
       const std::string property = finding.at("property").get<std::string>();
       const std::string classification = finding.at("classification").get<std::string>();
       if (classification != "regression" && classification != "divergent") continue;
-      EXPECT_TRUE(property == "memory-eager-floor" || property == "grad-released") << variable << ": " << finding.dump();
+      EXPECT_TRUE(property == "memory-eager-floor" || property == "memory-floor" || property == "grad-released")
+          << variable << ": " << finding.dump();
       memory += property == "memory-eager-floor";
     }
     EXPECT_GT(memory, 0) << variable << ": " << managed.output;

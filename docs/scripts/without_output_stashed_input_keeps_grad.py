@@ -623,9 +623,17 @@ def main():
 
 # The PR's change, without editing Megatron's file: backward's detach_variable is watched, each
 # backward call keeps its own record (a nested checkpoint's backward runs inside its parent's),
-# and once a call has returned the .grad of every tensor it detached is reset.
+# and once a call has returned the .grad of every tensor it detached is reset. What the
+# recomputed function detaches while it runs (CheckpointWithoutOutputFunction's forward saves
+# detach_variable's copies of its arguments) is not the backward's: not recorded.
 _records = []
 _watched = set()
+
+
+class _Record:
+    def __init__(self):
+        self.detached = []
+        self.in_function = 0  # the recomputed function's calls running
 
 
 def clearing(function, module):
@@ -634,19 +642,35 @@ def clearing(function, module):
 
         def recording_detach(inputs):
             detached = detach(inputs)
-            if _records:
-                _records[-1].extend(t for t in detached if isinstance(t, torch.Tensor))
+            if _records and _records[-1].in_function == 0:
+                _records[-1].detached.extend(t for t in detached if isinstance(t, torch.Tensor))
             return detached
 
         module.detach_variable = recording_detach
         _watched.add(module.__name__)
 
     def backward(ctx, *grad_outputs):
-        _records.append([])
+        record = _Record()
+        run_function = getattr(ctx, "run_function", None)
+        if run_function is not None:
+            def watched_function(*args):
+                record.in_function += 1
+                try:
+                    return run_function(*args)
+                finally:
+                    record.in_function -= 1
+
+            ctx.run_function = watched_function
+        _records.append(record)
         try:
             grads = function.backward(ctx, *grad_outputs)
         finally:
-            detached = _records.pop()
+            _records.pop()
+            # The node outlives this call where a caller keeps an output: it must not keep the
+            # record, and with it the detached inputs, alive.
+            if run_function is not None:
+                ctx.run_function = run_function
+        detached, record.detached = record.detached, []
         for tensor in detached:
             tensor.grad = None
         return grads

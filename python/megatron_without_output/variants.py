@@ -44,6 +44,13 @@ def cannot_run():
     return None
 
 
+def takes_non_tensor_arguments():
+    """Whether this Megatron's CheckpointWithoutOutput takes None and literals among its arguments:
+    Megatron-LM's since 7cdba422b8 (2026-08-17) saves them apart from the tensors (_save_args_to_ctx); 0.16.1 hands
+    every argument to save_for_backward, which refuses them."""
+    return hasattr(_megatron(), "_save_args_to_ctx")
+
+
 def checkpoint(body, distribute, *args):
     """A plain checkpoint of these cases, around or inside checkpoints without output: Megatron's
     CheckpointFunction as released (a variant may name another as its plain_checkpoint)."""
