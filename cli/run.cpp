@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "core/case.h"
 #include "core/torch_compat.h"
+#include "properties/causes.h"
 #include "properties/corpus.h"
 #include "properties/generator.h"
 #include "properties/junit.h"
@@ -168,10 +169,12 @@ int command_run(const Args& args) {
   };
   std::string first_skipped;
   auto report_finding = [&](int64_t index, const std::string& property, const std::string& classification,
-                            bool alarm, const std::string& sut_text, const std::string& oracle_text) {
+                            bool alarm, const std::string& sut_text, const std::string& oracle_text,
+                            const std::string& cause) {
     const uint64_t draw_seed = seed + static_cast<uint64_t>(index);
     json finding = {{"case", index},          {"draw_seed", draw_seed},   {"property", property},
-                    {"classification", classification}, {"sut", sut_text}, {"oracle", oracle_text}};
+                    {"classification", classification}, {"sut", sut_text}, {"oracle", oracle_text},
+                    {"cause", cause}};
     const std::string kind = property + "/" + classification;
     if (alarm || written_per_kind[kind] < kPreExistingFilesPerProperty) {
       ++written_per_kind[kind];
@@ -202,7 +205,7 @@ int command_run(const Args& args) {
     for (const PropertyResult& r : result.results) {
       if (r.classification == Classification::pass) continue;
       report_finding(index, r.property, to_string(r.classification), is_alarm(r.classification), r.sut.describe(),
-                     r.oracle.describe());
+                     r.oracle.describe(), r.cause);
     }
     if (!quiet && std::chrono::duration<double>(Clock::now() - last_progress).count() >= 2.0) {
       last_progress = Clock::now();
@@ -279,7 +282,8 @@ int command_run(const Args& args) {
       // could not run, a Python variant's module of another version) says what it was.
       report_finding(index, kCrashProperty, kCrash, oracle_end.empty(),
                      "the worker process " + case_lost.status + (case_lost.error.empty() ? "" : ": " + case_lost.error),
-                     oracle_end);
+                     oracle_end,
+                     crash_signature("the worker process " + case_lost.status + (case_lost.error.empty() ? "" : ": " + case_lost.error), !oracle_end.empty()));
       if (!oracle_end.empty()) findings.back()["pre_existing"] = true;
     };
     const runner::HuntOutcome outcome = runner::hunt_in_workers(jobs, {prepare, should_stop, check, handle, lost});

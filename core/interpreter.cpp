@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include <optional>
 #include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -98,6 +100,13 @@ class Interpreter {
               Observations& observations)
       : case_(c), implementation_(implementation), options_(options), obs_(observations) {
     collect_sites(c.root, "root", sites_);
+    if (options_.record_op_trace && c.device == "cpu") {
+      const std::vector<OpSite> sites = op_sites(c);
+      for (size_t i = 0; i < sites.size(); ++i) {
+        op_numbers_[sites[i].op] = static_cast<int>(i);
+        if (const auto* checkpoint = std::get_if<Checkpoint>(sites[i].op)) checkpoint_numbers_[checkpoint] = static_cast<int>(i);
+      }
+    }
   }
 
   ~Interpreter() { stash_.clear(); }
@@ -114,7 +123,21 @@ class Interpreter {
         ++obs_.op_executions;
         continue;
       }
+      // Which op raised (the innermost: the first guard an exception unwinds through says so).
+      struct Raising {
+        Interpreter& self;
+        const Op& op;
+        int exceptions = std::uncaught_exceptions();
+        ~Raising() {
+          if (std::uncaught_exceptions() > exceptions && !self.raised_by_) {
+            self.raised_by_ = std::make_pair(self.op_number(op), self.recomputing_ > 0);
+          }
+        }
+      } raising{*this, op};
+      const int number = op_numbers_.empty() ? -1 : op_number(op);
+      const size_t traced = number < 0 ? 0 : begin_execution(number, false, fingerprint_inputs(op, values));
       Values outputs = std::visit([&](const auto& o) { return run(o, values); }, op);
+      if (number >= 0) end_execution(traced, fingerprint(outputs), fingerprint_inputs(op, values));
       ++obs_.op_executions;
       if (last_kept_) kept[static_cast<int>(values.size())] = std::move(last_kept_);
       last_kept_.reset();
@@ -127,6 +150,9 @@ class Interpreter {
 
   int iteration = 0;
   RecomputationInputs recomputation_inputs;  // this iteration's
+
+  // The op that raised this iteration's error, and whether in a recomputation (ErrorRecord).
+  std::pair<int, bool> raised_by() const { return raised_by_.value_or(std::make_pair(-1, false)); }
 
   // The tensors the stash ops keep now, by site: where a live recomputation input may be held.
   std::vector<std::pair<std::string, at::Tensor>> stashed_tensors() const {
@@ -143,6 +169,7 @@ class Interpreter {
 
   void start_iteration(int i) {
     iteration = i;
+    raised_by_.reset();
     last_kept_.reset();
     recomputation_inputs.clear();
     scopes_->reset();
@@ -362,7 +389,10 @@ class Interpreter {
           if (record) obs.segment_calls[*record].flag_reads.push_back(std::move(reads));
         }
       } read_flag{obs_, obs_.keeps_checkpointing_flag ? record : std::nullopt, {}};
+      const int number = checkpoint_numbers_.empty() ? -1 : checkpoint_numbers_.at(&op);
+      const size_t traced = number < 0 ? 0 : begin_execution(number, true, fingerprint(inputs));
       Values outputs = run_segment(*body, inputs, read_flag.record ? &read_flag.reads : nullptr);
+      if (number >= 0) end_execution(traced, fingerprint(outputs), fingerprint(inputs));
       if (read_flag.record) read_flag.reads.push_back(implementation_.checkpointing_flag());
       if (record) {
         std::vector<at::Tensor> recorded;
@@ -406,6 +436,36 @@ class Interpreter {
   Discards discards_;
   std::shared_ptr<KeptCheckpoint> last_kept_;  // the checkpoint without output that just returned
   int recomputing_ = 0;  // recomputations in progress
+  std::unordered_map<const Op*, int> op_numbers_;  // OpSite numbers; empty when no trace is recorded
+  std::unordered_map<const Checkpoint*, int> checkpoint_numbers_;
+  std::optional<std::pair<int, bool>> raised_by_;
+  int64_t trace_moment_ = 0;
+
+  int op_number(const Op& op) const {
+    const auto found = op_numbers_.find(&op);
+    return found == op_numbers_.end() ? -1 : found->second;
+  }
+
+  // Observations::trace: an execution begins (its index there), and returns.
+  size_t begin_execution(int number, bool body, uint64_t inputs) {
+    obs_.trace.push_back({number, iteration, recomputing_ > 0, body, inputs, 0, 0, trace_moment_++, -1});
+    return obs_.trace.size() - 1;
+  }
+  void end_execution(size_t index, uint64_t outputs, uint64_t inputs_after) {
+    OpExecution& e = obs_.trace[index];
+    e.outputs = outputs;
+    e.inputs_after = inputs_after;
+    e.ended = trace_moment_++;
+  }
+
+  // The tensors an op reads (a checkpoint: its tensor arguments), as it reads them.
+  static uint64_t fingerprint_inputs(const Op& op, const Values& values) {
+    Values read;
+    for (int ref : op_inputs(op)) {
+      if (ref >= 0 && static_cast<size_t>(ref) < values.size()) read.push_back(values[ref]);
+    }
+    return fingerprint(read);
+  }
   std::shared_ptr<AllocationScopes> scopes_ = std::make_shared<AllocationScopes>();
 };
 
@@ -560,6 +620,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
       if (timeline) obs.timeline = probe->stop_timeline();
       record.error = ErrorRecord{iteration, phase, describe_current_exception(), harness_snapshot(), std::move(phase_start),
                                  obs.op_executions - ops_before};
+      std::tie(record.error->raised_by_op, record.error->raised_in_recomputation) = interpreter.raised_by();
       if (!obs.error) obs.error = record.error;
       record.outputs.clear();
       record.loss = at::Tensor();

@@ -14,6 +14,7 @@
 #include "core/discards.h"
 #include "core/leaves.h"
 #include "core/memory.h"
+#include "core/op_trace.h"
 #include "core/rng.h"
 #include "core/torch_compat.h"
 
@@ -49,6 +50,10 @@ struct ErrorRecord {
   // the error reached the caller. Two runs of one case that raise different errors in the same
   // phase: the one with more ops completed raised at a point the other never reached.
   int64_t ops_completed = 0;
+  // The innermost op that was running when it raised (its OpSite number), and whether inside a
+  // recomputation; -1 when no op of the case was (autograd's own checks in backward, say).
+  int raised_by_op = -1;
+  bool raised_in_recomputation = false;
 };
 
 // What a stash op keeps, as the user who stashed it finds it after the iteration (before recheck
@@ -139,6 +144,8 @@ struct Observations {
   bool keeps_checkpointing_flag = true;  // CheckpointImplementation::keeps_checkpointing_flag
   std::optional<ErrorRecord> error;  // the first error (also in its iteration's record)
   std::vector<SegmentCall> segment_calls;
+  // Every op execution's fingerprints, in the order they returned (RunOptions::record_op_trace).
+  std::vector<OpExecution> trace;
   int64_t op_executions = 0;
   // The last iteration's allocations and frees on CPU, marked where forward, each checkpoint's
   // recomputation and backward begin (RunOptions::record_timeline).
@@ -147,6 +154,8 @@ struct Observations {
 
 struct RunOptions {
   bool record_segment_calls = true;
+  // Observations::trace; on CPU only (a fingerprint on a device would wait for it at every op).
+  bool record_op_trace = true;
   bool measure_memory = true;   // CPU: installs the counting allocator for the run
   bool record_timeline = false;
   int64_t cpu_memory_budget = 0;  // bytes; on CPU, allocations beyond it raise OutOfMemoryError

@@ -115,6 +115,8 @@ struct PropertyResult {
   Verdict oracle;
   Verdict sut;
   Classification classification = Classification::pass;
+  // Where it is not a pass: its cause signature (properties/causes.h), the key of its bucket.
+  std::string cause;
 };
 
 // Which of the change's claims (the properties marked claim_of_change) a run holds the sut to.

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "oracles/eager.h"
+#include "properties/causes.h"
 #include "suts/subject.h"
 
 namespace recheck {
@@ -64,6 +65,9 @@ CaseResult check_case(const Case& c, CheckpointImplementation& oracle, Checkpoin
     result.results = eager_observed
                          ? check_properties(*eager_observed, oracle_observed, sut_observed, sut.change_claims(), claims)
                          : check_properties_without_eager(oracle_observed, sut_observed, sut.change_claims(), claims);
+    for (PropertyResult& r : result.results) {
+      if (r.classification != Classification::pass) r.cause = cause_signature(r, c, eager_or_none, oracle_observed, sut_observed);
+    }
     return result;
   };
   CaseResult result = result_of();

@@ -25,7 +25,8 @@ Classification classification_from(const std::string& name) {
 json to_json(const PropertyResult& result) {
   return {{"property", result.property},    {"classification", to_string(result.classification)},
           {"sut", result.sut.describe()},   {"oracle", result.oracle.describe()},
-          {"sut_holds", result.sut.holds},  {"oracle_holds", result.oracle.holds}};
+          {"sut_holds", result.sut.holds},  {"oracle_holds", result.oracle.holds},
+          {"cause", result.cause}};
 }
 
 json to_json(const CaseResult& result) {
@@ -47,7 +48,8 @@ CaseResult case_result_from_json(const json& j) {
     result.results.push_back({r.at("property").get<std::string>(),
                               verdict_from(r.at("oracle_holds").get<bool>(), r.at("oracle").get<std::string>()),
                               verdict_from(r.at("sut_holds").get<bool>(), r.at("sut").get<std::string>()),
-                              classification_from(r.at("classification").get<std::string>())});
+                              classification_from(r.at("classification").get<std::string>()),
+                              r.value("cause", std::string())});
   }
   return result;
 }
