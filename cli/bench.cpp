@@ -27,7 +27,9 @@ const char* kBenchHelp = R"(usage: recheck bench [--cases N] [--seed N] [--subje
 Single thread. For each generated case (draw seeds N, N+1, ...) times one plain eager run, then
 a full check (eager, oracle and sut runs with their recomputations, then every property), and
 prints cases per second, op executions per second, and the check-to-eager cost ratio, with the
-ratio of op executions, which is the floor the harness overhead sits on. Figures, not a test:
+ratio of op executions, which is the floor the harness overhead sits on; and what triage costs:
+each case is checked a second time without the op trace and the cause signatures, and the
+difference is given as a share of that check. Figures, not a test:
 compare ratios measured in one run. Interrupted, it prints the figures of the cases done so
 far and exits 130 (143 for SIGTERM).
 
@@ -115,6 +117,7 @@ int command_bench(const Args& args) {
   EagerExecution eager;
   double eager_seconds = 0;
   double check_seconds = 0;
+  double untriaged_seconds = 0;  // the same checks without the trace and the cause signatures
   int64_t eager_ops = 0;
   int64_t check_ops = 0;
   int64_t cases = 0;  // checked: fewer than requested when interrupted
@@ -126,8 +129,13 @@ int command_bench(const Args& args) {
     auto t1 = Clock::now();
     check_ops += check_case(c, *oracle, *sut).op_executions;
     auto t2 = Clock::now();
+    RunOptions untriaged;
+    untriaged.record_op_trace = false;
+    (void)check_case(c, *oracle, *sut, untriaged);
+    auto t3 = Clock::now();
     eager_seconds += std::chrono::duration<double>(t1 - t0).count();
     check_seconds += std::chrono::duration<double>(t2 - t1).count();
+    untriaged_seconds += std::chrono::duration<double>(t3 - t2).count();
   }
   if (cases == 0) {
     // A script waiting for the report gets one that says why it holds no figures.
@@ -151,7 +159,9 @@ int command_bench(const Args& args) {
             << "  plain eager run: " << cases / eager_seconds << " cases/s, " << eager_ops / eager_seconds
             << " op executions/s\n"
             << std::setprecision(2) << "  check-to-eager cost ratio: " << cost_ratio << " (op executions ratio "
-            << op_ratio << ": the floor; harness overhead is what lies above it)\n";
+            << op_ratio << ": the floor; harness overhead is what lies above it)\n"
+            << std::setprecision(1) << "  triage (the op trace and the cause signatures): "
+            << 100.0 * (check_seconds - untriaged_seconds) / untriaged_seconds << " % of a check without them\n";
   if (args.has("json")) {
     write_json_report(args.get("json", "-"), {{"tool", "recheck"},
                                               {"command", "bench"},
@@ -166,6 +176,8 @@ int command_bench(const Args& args) {
                                               {"cases_per_second", cases / check_seconds},
                                               {"op_executions_per_second", check_ops / check_seconds},
                                               {"check_to_eager_cost_ratio", cost_ratio},
+                                              {"untriaged_check_seconds", untriaged_seconds},
+                                              {"triage_cost_fraction", (check_seconds - untriaged_seconds) / untriaged_seconds},
                                               {"op_executions_ratio", op_ratio}});
   }
   return 0;

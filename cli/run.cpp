@@ -8,9 +8,11 @@
 #include <memory>
 #include <string>
 
+#include "cli/bucket_minimize.h"
 #include "cli/command.h"
 #include "core/case.h"
 #include "core/torch_compat.h"
+#include "properties/buckets.h"
 #include "properties/causes.h"
 #include "properties/corpus.h"
 #include "properties/generator.h"
@@ -52,8 +54,16 @@ options:
   --device D        cpu or cuda (default: cpu)
   --max-depth N     deepest checkpoint nesting (default 4)
   --max-ops N       most ops per segment (default 6)
-  --out DIR         folder for failing cases as JSON (default: recheck-findings)
-  --json FILE       write a machine-readable report ('-' for standard output)
+  --out DIR         folder for failing cases as JSON (default: recheck-findings): every alarm,
+                    the first five of each property and classification, the first case of
+                    each bucket and its minimized case (bucket-N.min.json)
+  --minimize-seconds S  after the run, minimize the first case of each bucket (findings with one
+                    cause signature) within S seconds in all (default: a tenth of the run's own
+                    time, at least 5 s; 0: none)
+  --previous FILE   a previous run's --json report: mark each bucket new or still present,
+                    and list the previous run's buckets this one did not see as gone
+  --json FILE       write a machine-readable report ('-' for standard output), its buckets
+                    included
   --junit FILE      write the verdicts as JUnit XML for a CI system: a test case per property,
                     failed by its regressions and divergences, and one for crashes
   --quiet           no progress lines
@@ -105,6 +115,16 @@ int command_run(const Args& args) {
                             : static_cast<uint64_t>(std::random_device{}() % 1000000000ULL);
   const std::string out_dir = args.get("out", "recheck-findings");
   check_output_folder(out_dir, "--out");
+  const int64_t minimize_option = args.number("minimize-seconds", -1, 0, 7 * 24 * 3600);
+  // Read before any case runs: a file that is not a report is bad input (exit 2), found at once.
+  std::optional<Buckets> previous;
+  if (args.has("previous")) {
+    try {
+      previous = buckets_of_report(args.get("previous", ""));
+    } catch (const std::runtime_error& error) {
+      throw UsageError(std::string("--previous: ") + error.what());
+    }
+  }
   check_output_files(args, {"json", "junit"});
   const int64_t threads = args.number("threads", 0, 0, 1024);
   const int jobs = jobs_option(args);
@@ -156,6 +176,7 @@ int command_run(const Args& args) {
   summary.checks(sut->name());
   for (const auto& [property, reason] : not_checked) summary.not_checked(property, reason);
   json findings = json::array();
+  Buckets buckets;
   std::map<std::string, int> written_per_kind;
   constexpr int kPreExistingFilesPerProperty = 5;
   int64_t op_executions = 0;
@@ -176,7 +197,10 @@ int command_run(const Args& args) {
                     {"classification", classification}, {"sut", sut_text}, {"oracle", oracle_text},
                     {"cause", cause}};
     const std::string kind = property + "/" + classification;
-    if (alarm || written_per_kind[kind] < kPreExistingFilesPerProperty) {
+    const bool first_of_bucket = !buckets.contains(cause);
+    buckets.add(cause, property, classification, alarm, index, draw_seed,
+                "sut: " + sut_text + (oracle_text.empty() ? "" : " | oracle: " + oracle_text));
+    if (alarm || first_of_bucket || written_per_kind[kind] < kPreExistingFilesPerProperty) {
       ++written_per_kind[kind];
       make_output_folder(out_dir);
       const std::string file =
@@ -184,6 +208,7 @@ int command_run(const Args& args) {
                        classification + " " + property + " (sut " + sut->name() + ", oracle " + oracle->name() +
                            "): sut: " + sut_text + " | oracle: " + oracle_text + code_note);
       finding["file"] = file;
+      if (first_of_bucket) buckets.at(cause).file = file;
       if (alarm) {
         std::cerr << classification << ": " << property << " in case " << index << " (draw seed " << draw_seed
                   << ")\n    sut: " << sut_text << "\n    oracle: " << oracle_text << "\n    replay: "
@@ -294,6 +319,21 @@ int command_run(const Args& args) {
   }
 
   const double total_seconds = elapsed();
+  // Each bucket's first case minimized, after the run's own time (a campaign's is not spent on it).
+  int minimized = 0;
+  const double minimize_seconds =
+      minimize_option >= 0 ? static_cast<double>(minimize_option) : std::max(5.0, total_seconds / 10);
+  const auto minimizing_start = Clock::now();
+  const std::string replay_suffix = " --sut " + sut->name() + " --oracle " + oracle->name() + claims_argument(claims) +
+                                    world_size_argument();
+  if (minimize_seconds > 0 && buckets.size() > 0 && worker_failed.empty() && !runner::interrupted() &&
+      world_size == 1 && !args.flag("no-isolate")) {
+    make_output_folder(out_dir);
+    minimized = minimize_buckets(buckets, {gen, *oracle, *sut, claims, out_dir, minimize_seconds, replay, replay_suffix});
+  } else {
+    minimize_buckets(buckets, {gen, *oracle, *sut, claims, out_dir, 0, replay, replay_suffix});
+  }
+  if (previous) buckets.compare_with(*previous);
   std::cout << "\nrecheck run: " << summary.cases() << " cases in " << std::fixed << std::setprecision(1)
             << total_seconds << " s (" << std::setprecision(1)
             << (total_seconds > 0 ? summary.cases() / total_seconds : 0.0) << " cases/s), sut " << sut->name()
@@ -302,6 +342,15 @@ int command_run(const Args& args) {
   if (summary.skipped() > 0) {
     std::cout << "skipped: " << summary.skipped() << " cases too large for the memory (first, " << first_skipped
               << ")\n";
+  }
+  if (buckets.size() > 0) {
+    std::cout << "\n" << buckets.describe();
+    if (minimized > 0) {
+      std::cout << "(" << minimized << " of them minimized after the run, in " << std::setprecision(1)
+                << std::chrono::duration<double>(Clock::now() - minimizing_start).count() << " s of the "
+                << minimize_seconds << " s allowed: --minimize-seconds)\n";
+    }
+    std::cout << "\n";
   }
   add_logged(logged, summary.logged());
   std::cout << logged_summary(logged);
@@ -345,7 +394,8 @@ int command_run(const Args& args) {
                    {"skipped", summary.skipped()},
                    {"error", worker_failed.empty() ? json() : json(worker_failed)},
                    {"summary", summary.to_json()},
-                   {"findings", findings}};
+                   {"findings", findings},
+                   {"buckets", buckets.to_json()}};
     if (!provenance.empty()) report["provenance"] = provenance;
     if (claims.chosen) {
       json not_held = json::array();
@@ -364,6 +414,6 @@ int command_run(const Args& args) {
 
 }  // namespace
 
-const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate"}, {"subject", "sut", "oracle", "claims", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "junit", "threads", "cpu-memory-budget", "world-size", "jobs"}, command_run, false};
+const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate"}, {"subject", "sut", "oracle", "claims", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "junit", "minimize-seconds", "previous", "threads", "cpu-memory-budget", "world-size", "jobs"}, command_run, false};
 
 }  // namespace recheck::cli

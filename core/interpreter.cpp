@@ -101,10 +101,11 @@ class Interpreter {
       : case_(c), implementation_(implementation), options_(options), obs_(observations) {
     collect_sites(c.root, "root", sites_);
     if (options_.record_op_trace && c.device == "cpu") {
-      const std::vector<OpSite> sites = op_sites(c);
-      for (size_t i = 0; i < sites.size(); ++i) {
-        op_numbers_[sites[i].op] = static_cast<int>(i);
-        if (const auto* checkpoint = std::get_if<Checkpoint>(sites[i].op)) checkpoint_numbers_[checkpoint] = static_cast<int>(i);
+      op_numbers_ = op_numbers(c);
+      op_refs_.resize(op_numbers_.size());
+      for (const auto& [op, number] : op_numbers_) {
+        op_refs_[number] = op_inputs(*op);
+        if (const auto* checkpoint = std::get_if<Checkpoint>(op)) checkpoint_numbers_[checkpoint] = number;
       }
     }
   }
@@ -135,9 +136,9 @@ class Interpreter {
         }
       } raising{*this, op};
       const int number = op_numbers_.empty() ? -1 : op_number(op);
-      const size_t traced = number < 0 ? 0 : begin_execution(number, false, fingerprint_inputs(op, values));
+      const size_t traced = number < 0 ? 0 : begin_execution(number, false, fingerprint_inputs(number, values));
       Values outputs = std::visit([&](const auto& o) { return run(o, values); }, op);
-      if (number >= 0) end_execution(traced, fingerprint(outputs), fingerprint_inputs(op, values));
+      if (number >= 0) end_execution(traced, fingerprint(outputs), fingerprint_inputs(number, values));
       ++obs_.op_executions;
       if (last_kept_) kept[static_cast<int>(values.size())] = std::move(last_kept_);
       last_kept_.reset();
@@ -438,6 +439,7 @@ class Interpreter {
   int recomputing_ = 0;  // recomputations in progress
   std::unordered_map<const Op*, int> op_numbers_;  // OpSite numbers; empty when no trace is recorded
   std::unordered_map<const Checkpoint*, int> checkpoint_numbers_;
+  std::vector<std::vector<int>> op_refs_;  // each numbered op's inputs (op_inputs)
   std::optional<std::pair<int, bool>> raised_by_;
   int64_t trace_moment_ = 0;
 
@@ -458,14 +460,8 @@ class Interpreter {
     e.ended = trace_moment_++;
   }
 
-  // The tensors an op reads (a checkpoint: its tensor arguments), as it reads them.
-  static uint64_t fingerprint_inputs(const Op& op, const Values& values) {
-    Values read;
-    for (int ref : op_inputs(op)) {
-      if (ref >= 0 && static_cast<size_t>(ref) < values.size()) read.push_back(values[ref]);
-    }
-    return fingerprint(read);
-  }
+  // The tensors op `number` reads (a checkpoint: its tensor arguments), as it reads them.
+  uint64_t fingerprint_inputs(int number, const Values& values) const { return fingerprint(values, op_refs_[number]); }
   std::shared_ptr<AllocationScopes> scopes_ = std::make_shared<AllocationScopes>();
 };
 

@@ -155,6 +155,8 @@ struct Observations {
 struct RunOptions {
   bool record_segment_calls = true;
   // Observations::trace; on CPU only (a fingerprint on a device would wait for it at every op).
+  // Off, check_case (properties/report.h) gives no cause signatures either: `recheck bench`'s
+  // baseline for what triage costs.
   bool record_op_trace = true;
   bool measure_memory = true;   // CPU: installs the counting allocator for the run
   bool record_timeline = false;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -39,10 +40,14 @@ struct OpSite {
 
 // Every op of `c`, in pre-order.
 std::vector<OpSite> op_sites(const Case& c);
+// Each op's number in that order, without its site's text (for a run's trace).
+std::unordered_map<const Op*, int> op_numbers(const Case& c);
 
 // A fingerprint of tensors' dtypes, shapes and bytes (non-tensors count as their kind only):
 // equal values give equal fingerprints; a difference almost surely gives different ones. Reads
 // CPU tensors only; any other device gives 0, and a trace on such a device says nothing.
 uint64_t fingerprint(const std::vector<Value>& values);
+// The same for the values `refs` names among `values` (an op's inputs), without copying them.
+uint64_t fingerprint(const std::vector<Value>& values, const std::vector<int>& refs);
 
 }  // namespace recheck

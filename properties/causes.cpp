@@ -176,24 +176,6 @@ std::string raised_by(const ErrorRecord& error, const std::vector<OpSite>& sites
   return "raised by " + describe_op_site(sites[error.raised_by_op]) + " in " + error_phase(error);
 }
 
-// "error: RuntimeError in iteration # forward: MESSAGE | eager: no error" without the messages.
-std::string without_messages(const std::string& text) {
-  std::string out;
-  size_t from = 0;
-  while (from <= text.size()) {
-    size_t bar = text.find(" | ", from);
-    if (bar == std::string::npos) bar = text.size();
-    const std::string part = text.substr(from, bar - from);
-    const size_t first = part.find(": ");
-    const size_t second = first == std::string::npos ? first : part.find(": ", first + 2);
-    out += second == std::string::npos ? part : part.substr(0, second);
-    if (bar == text.size()) break;
-    out += " | ";
-    from = bar + 3;
-  }
-  return out;
-}
-
 // The evidence of a failing verdict, abstracted; `with_difference`: how a tensor differed too.
 std::string evidence(const Verdict& v, bool with_difference = true) {
   std::string text = abstract_text(v.where);
@@ -272,9 +254,30 @@ bool about_values(const std::string& property) {
   return values.count(property) > 0;
 }
 
+// "tracker state 'a', tracker state 'b'" as "tracker state": which of the tracker's states a case
+// drew is its shape; that a tracker state differs is the evidence.
+std::string tracker_states_as_one(const std::string& text) {
+  const std::string name = "tracker state '";
+  std::string out;
+  size_t from = 0;
+  bool after_state = false;
+  while (true) {
+    const size_t at = text.find(name, from);
+    if (at == std::string::npos) break;
+    const size_t end = text.find('\'', at + name.size());
+    if (end == std::string::npos) break;
+    const std::string between = text.substr(from, at - from);
+    if (!(after_state && between == ", ")) out += between + "tracker state";
+    after_state = true;
+    from = end + 1;
+  }
+  return out + text.substr(from);
+}
+
 }  // namespace
 
-std::string abstract_text(const std::string& text) {
+std::string abstract_text(const std::string& raw) {
+  const std::string text = tracker_states_as_one(raw);
   std::string out;
   out.reserve(text.size());
   size_t i = 0;

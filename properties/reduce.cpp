@@ -387,7 +387,7 @@ Case reduce_case(const Case& c, const std::function<bool(const Case&)>& still_fa
 std::optional<FailureSignature> find_alarm(const CaseResult& result, const std::string& property) {
   for (const PropertyResult& r : result.results) {
     if (property.empty() ? is_alarm(r.classification) : r.property == property && r.classification != Classification::pass) {
-      return FailureSignature{r.property, r.classification};
+      return FailureSignature{r.property, r.classification, ""};
     }
   }
   return std::nullopt;
@@ -396,7 +396,9 @@ std::optional<FailureSignature> find_alarm(const CaseResult& result, const std::
 bool shows(const CaseResult& result, const FailureSignature& signature) {
   if (!result.skipped.empty()) return false;
   for (const PropertyResult& r : result.results) {
-    if (r.property == signature.property) return r.classification == signature.classification;
+    if (r.property == signature.property) {
+      return r.classification == signature.classification && (signature.cause.empty() || r.cause == signature.cause);
+    }
   }
   return false;
 }

@@ -43,6 +43,7 @@ Case reduce_case_batched(const Case& c, int batch,
 struct FailureSignature {
   std::string property;
   Classification classification = Classification::pass;
+  std::string cause;  // when not empty, the cause signature it must have too (properties/causes.h)
 };
 // The first alarm (regression or divergence) of a result; with `property`, that property's
 // classification when it is not a pass (so a pre-existing finding can be minimized too).

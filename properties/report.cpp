@@ -66,7 +66,7 @@ CaseResult check_case(const Case& c, CheckpointImplementation& oracle, Checkpoin
                          ? check_properties(*eager_observed, oracle_observed, sut_observed, sut.change_claims(), claims)
                          : check_properties_without_eager(oracle_observed, sut_observed, sut.change_claims(), claims);
     for (PropertyResult& r : result.results) {
-      if (r.classification != Classification::pass) r.cause = cause_signature(r, c, eager_or_none, oracle_observed, sut_observed);
+      if (options.record_op_trace && r.classification != Classification::pass) r.cause = cause_signature(r, c, eager_or_none, oracle_observed, sut_observed);
     }
     return result;
   };
@@ -123,6 +123,7 @@ std::string describe_results(const std::vector<PropertyResult>& results) {
     out << std::left << std::setw(20) << r.property << " " << to_string(r.classification) << "\n";
     if (!r.sut.holds) out << "    sut:    " << r.sut.describe() << "\n";
     if (!r.oracle.holds) out << "    oracle: " << r.oracle.describe() << "\n";
+    if (!r.cause.empty()) out << "    cause:  " << r.cause << "\n";
   }
   return out.str();
 }

@@ -202,8 +202,8 @@ TEST(ResultsJson, a_case_result_crosses_the_process_boundary_whole) {
   CaseResult result;
   result.op_executions = 42;
   Verdict failing = Verdict::fail("iteration 1, leaf v2 .grad", std::nullopt, "differs");
-  result.results.push_back({"grads-bitwise", Verdict::pass(), failing, Classification::regression});
-  result.results.push_back({"errors-match", failing, failing, Classification::pre_existing});
+  result.results.push_back({"grads-bitwise", Verdict::pass(), failing, Classification::regression, ""});
+  result.results.push_back({"errors-match", failing, failing, Classification::pre_existing, ""});
   result.logged = {{"megatron.core.tensor_parallel.random WARNING: CPU RNG state changed", 3}};
   const CaseResult back = case_result_from_json(nlohmann::json::parse(to_json(result).dump()));
   EXPECT_EQ(back.op_executions, 42);

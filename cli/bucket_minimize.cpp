@@ -1,0 +1,77 @@
+#include "cli/bucket_minimize.h"
+
+#include <chrono>
+
+#include "properties/corpus.h"
+#include "properties/reduce.h"
+#include "properties/report.h"
+#include "runner/case_worker.h"
+#include "runner/interrupts.h"
+
+namespace recheck::cli {
+
+int minimize_buckets(Buckets& buckets, const BucketMinimizing& how) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(how.seconds));
+  std::vector<Bucket*> todo;
+  for (Bucket* b : buckets.ordered()) {
+    if (b->count > 0 && b->first_case >= 0 && b->minimized.empty()) todo.push_back(b);
+  }
+  int minimized = 0;
+  for (size_t i = 0; i < todo.size() && !runner::interrupted(); ++i) {
+    Bucket& b = *todo[i];
+    const auto now = Clock::now();
+    if (now >= deadline) break;
+    // An equal share of what is left for each bucket still to do.
+    const auto until = now + (deadline - now) / static_cast<int64_t>(todo.size() - i);
+    const bool crash = b.property == kCrashProperty;
+    const Case original = draw_case(how.gen, b.draw_seed);
+    runner::CaseWorker worker("bucket " + std::to_string(i + 1), original.device, how.oracle, how.sut, Limits{});
+    worker.hold_to_claims(how.claims);
+    FailureSignature signature;
+    signature.property = b.property;
+    if (!crash) {
+      const std::optional<Classification> c = classification_named(b.classification);
+      if (!c) continue;
+      signature.classification = *c;
+      signature.cause = b.signature;
+    }
+    auto still_fails = [&](const Case& candidate) {
+      try {
+        const runner::IsolatedCheck checked = worker.check(candidate);
+        if (crash) return !checked.result.has_value();
+        return checked.result && shows(*checked.result, signature);
+      } catch (const CaseError&) {
+        return false;
+      }
+    };
+    // The first case shows it (the run said so); a crash is kept only from a fresh worker.
+    if (!still_fails(original)) continue;
+    Case smallest = reduce_case(original, still_fails, nullptr,
+                                [&] { return runner::interrupted() || Clock::now() >= until; });
+    worker.stop();
+    const CaseStats before = stats(original);
+    const CaseStats after = stats(smallest);
+    smallest.note = how.sut.name() + ": " + b.property + " " + b.classification + " against " + how.oracle.name() +
+                    ", cause: " + b.signature + " (minimized by recheck run from case " + std::to_string(b.first_case) +
+                    ", draw seed " + std::to_string(b.draw_seed) + ", " + std::to_string(before.ops) + " ops)";
+    smallest.expect = {Expectation{how.sut.name(), b.property, b.classification}};
+    const std::string file = how.out_dir + "/bucket-" + std::to_string(i + 1) + ".min.json";
+    try {
+      save_case_file(smallest, file);
+    } catch (const OutputError&) {
+      continue;  // the run's report still names the first case
+    }
+    b.minimized = file;
+    b.minimized_ops = after.ops;
+    b.replay = how.replay_prefix + " repro " + file + how.replay_suffix;
+    ++minimized;
+  }
+  // A bucket not minimized replays its first case.
+  for (Bucket* b : todo) {
+    if (b->minimized.empty() && !b->file.empty()) b->replay = how.replay_prefix + " repro " + b->file + how.replay_suffix;
+  }
+  return minimized;
+}
+
+}  // namespace recheck::cli

@@ -1,0 +1,197 @@
+// Triage: cause signatures (properties/causes.h) and buckets (properties/buckets.h), and `recheck
+// run`'s bucket list, its minimized case per bucket and its comparison with a previous report.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/case.h"
+#include "properties/buckets.h"
+#include "properties/causes.h"
+#include "properties/generator.h"
+#include "properties/report.h"
+#include "suts/checkpoint.h"
+#include "tests/paths.h"
+#include "tests/shell.h"
+
+namespace {
+
+using namespace recheck;
+using nlohmann::json;
+using test_shell::Result;
+
+Result run(const std::string& args) { return test_shell::run_shell(std::string(test_paths::recheck_binary()) + " " + args); }
+
+const std::string kRegressions = std::string(test_paths::source_dir()) + "/corpus/regressions/";
+
+// The cause of `property` on a corpus case, the clearing change against the oracle.
+std::string cause_of(const std::string& file, const std::string& property) {
+  auto oracle = make_checkpoint("nonclearing");
+  auto sut = make_checkpoint("clearing");
+  const CaseResult result = check_case(load_case_file(kRegressions + file), *oracle, *sut);
+  for (const PropertyResult& r : result.results) {
+    if (r.property == property) return r.cause;
+  }
+  return "(no verdict)";
+}
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+TEST(Triage, abstract_text_keeps_the_words_and_drops_the_case_s_particulars) {
+  EXPECT_EQ(abstract_text("iteration 1, leaf v12 .grad: element 3: -1.5e-07 vs 2.25 (8616 ulp)"),
+            "iteration #, leaf v# .grad: element #: # vs # (# ulp)");
+  EXPECT_EQ(abstract_text("mat1 and mat2 shapes cannot be multiplied (1x9 and 10x1)"),
+            "mat1 and mat2 shapes cannot be multiplied (#x# and #x#)");
+  EXPECT_EQ(abstract_text("got [24] but expected shape compatible with [4, 6] in AddBackward0"),
+            "got […] but expected shape compatible with […] in AddBackward0");
+  EXPECT_EQ(abstract_text("root.ops[4].body.ops[0] at iteration 0: read False before root.ops[4].body.ops[0].body.ops[1]"),
+            "@ at iteration #: read False before @");
+  EXPECT_EQ(abstract_text("'NoneType' object has no attribute 'data'"), "'<non-tensor>' object has no attribute 'data'");
+  EXPECT_EQ(abstract_text("argument 1 is of type str"), "argument # is of type <non-tensor>");
+  EXPECT_EQ(abstract_text("differs: CPU generator, tracker state 'a-rng', tracker state 'b-rng'"),
+            "differs: CPU generator, tracker state");
+  // A word that only looks like a literal's type is a word.
+  EXPECT_EQ(abstract_text("int8 and the str method"), "int8 and the str method");
+}
+
+// Two different causes of one property are two signatures; the minimized case and a larger one
+// of one cause are one.
+TEST(Triage, signatures_tell_causes_apart_and_not_cases) {
+  const std::string after_error = cause_of("flag-left-set-after-an-error-in-forward.json", "no-side-effects");
+  const std::string distribute = cause_of("pre-existing-no-side-effects.json", "no-side-effects");
+  EXPECT_NE(after_error, distribute);
+  EXPECT_NE(after_error.find("is-checkpointing flag left set @ after an error in forward"), std::string::npos) << after_error;
+  EXPECT_NE(distribute.find("checkpoint (distribute)"), std::string::npos) << distribute;
+  const std::string nested = cause_of("flag-unset-by-a-nested-checkpoint.json", "flag-in-body");
+  EXPECT_EQ(nested, "flag-in-body pre-existing: forward: is_checkpointing() read False in a checkpoint's body @ a "
+                    "checkpoint ran in the body before the reading");
+  const std::string autocast = cause_of("autocast-not-recorded-recomputes-in-float32.json", "recompute-fidelity");
+  EXPECT_NE(autocast.find("autocast"), std::string::npos) << autocast;
+
+  // Every flag-in-body finding of a hundred drawn cases of every size has that one signature.
+  auto oracle = make_checkpoint("nonclearing");
+  auto sut = make_checkpoint("clearing");
+  int seen = 0;
+  for (uint64_t seed = 1; seed <= 100; ++seed) {
+    const CaseResult result = check_case(draw_case(GenOptions{}, seed), *oracle, *sut);
+    for (const PropertyResult& r : result.results) {
+      if (r.property != "flag-in-body" || r.classification == Classification::pass) continue;
+      ++seen;
+      EXPECT_EQ(r.cause, nested) << "draw seed " << seed;
+    }
+  }
+  EXPECT_GT(seen, 10);
+}
+
+TEST(Triage, buckets_count_merge_compare_and_read_back) {
+  Buckets a;
+  a.add("p pre-existing: x", "p", "pre-existing", false, 3, 13, "sut: x");
+  a.add("p pre-existing: x", "p", "pre-existing", false, 9, 19, "sut: x again");
+  a.add("q regression: y", "q", "regression", true, 5, 15, "sut: y");
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a.ordered().front()->signature, "q regression: y");  // alarms first
+  EXPECT_EQ(a.at("p pre-existing: x").count, 2);
+  EXPECT_EQ(a.at("p pre-existing: x").first_case, 3);
+
+  Buckets b;
+  b.add("p pre-existing: x", "p", "pre-existing", false, 0, 100, "sut: x");
+  b.add("r pre-existing: z", "r", "pre-existing", false, 1, 101, "sut: z");
+  Buckets merged = a;
+  merged.merge(b);
+  EXPECT_EQ(merged.at("p pre-existing: x").count, 3);
+  EXPECT_EQ(merged.at("p pre-existing: x").draw_seed, 13u);  // the first kept
+  EXPECT_EQ(merged.size(), 3u);
+
+  a.compare_with(b);
+  EXPECT_EQ(a.at("p pre-existing: x").status, "still");
+  EXPECT_EQ(a.at("q regression: y").status, "new");
+  EXPECT_EQ(a.at("r pre-existing: z").status, "gone");
+  EXPECT_EQ(a.at("r pre-existing: z").count, 0);
+  EXPECT_NE(a.describe().find("1 new, 1 still present, 1 gone"), std::string::npos) << a.describe();
+
+  const Buckets back = Buckets::from_json(a.to_json());
+  EXPECT_EQ(back.to_json(), a.to_json());
+  json broken = a.to_json();
+  broken[1].erase("count");
+  try {
+    (void)Buckets::from_json(broken);
+    ADD_FAILURE() << "a bucket without a count was read";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find("buckets[1]"), std::string::npos) << error.what();
+  }
+}
+
+// The run's buckets hold every finding once, each bucket's minimized case shows its cause
+// again, and a second run compared with the first finds its buckets still present.
+TEST(Triage, run_buckets_its_findings_minimizes_each_and_compares_with_a_previous_report) {
+  const std::string dir = ::testing::TempDir() + "/triage-run";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const Result r = run("run --seed 11 --cases 150 --quiet --minimize-seconds 60 --out " + dir + "/out --json " + dir + "/a.json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("buckets: "), std::string::npos) << r.output;
+  const json report = read_json(dir + "/a.json");
+  int64_t findings = 0;
+  for (const json& f : report.at("findings")) findings += f.at("classification") != "skipped";
+  int64_t counted = 0;
+  int minimized = 0;
+  std::set<std::string> signatures;
+  for (const json& b : report.at("buckets")) {
+    counted += b.at("count").get<int64_t>();
+    EXPECT_TRUE(signatures.insert(b.at("signature").get<std::string>()).second);
+    const std::string file = b.at("minimized").get<std::string>();
+    EXPECT_NE(b.at("replay").get<std::string>(), "") << b.dump();
+    if (file.empty() || minimized >= 4) continue;
+    ++minimized;
+    const Result again = run("repro " + file + " --json " + dir + "/again.json");
+    const json repro = read_json(dir + "/again.json");
+    bool shown = false;
+    for (const json& p : repro.at("properties")) {
+      shown = shown || (p.at("property") == b.at("property") && p.at("cause") == b.at("signature"));
+    }
+    EXPECT_TRUE(shown) << file << " does not show " << b.at("signature") << "\n" << again.output;
+  }
+  EXPECT_EQ(counted, findings);
+  EXPECT_GT(minimized, 0);
+
+  const Result second = run("run --seed 11 --cases 150 --quiet --minimize-seconds 0 --out " + dir + "/out2 --json " +
+                            dir + "/b.json --previous " + dir + "/a.json");
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("0 new, " + std::to_string(signatures.size()) + " still present, 0 gone"), std::string::npos)
+      << second.output;
+
+  // A mutant's alarms are new against clearing's report.
+  const Result mutant = run("run --sut cpu-rng-only --seed 1 --cases 200 --quiet --minimize-seconds 0 --out " + dir +
+                            "/out3 --json " + dir + "/c.json --previous " + dir + "/a.json");
+  EXPECT_EQ(mutant.exit_code, 1) << mutant.output;
+  for (const json& b : read_json(dir + "/c.json").at("buckets")) {
+    if (b.at("alarm").get<bool>()) {
+      EXPECT_EQ(b.at("status"), "new") << b.dump();
+    }
+  }
+}
+
+TEST(Triage, a_previous_report_that_is_not_one_is_refused_in_one_line) {
+  const std::string dir = ::testing::TempDir() + "/triage-bad";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/half.json") << "{\"tool\": \"recheck\", \"buckets\": [";
+  std::ofstream(dir + "/other.json") << "{\"tool\": \"recheck\"}";
+  for (const auto& [file, says] : std::map<std::string, std::string>{{"half.json", "not a JSON report"},
+                                                                      {"other.json", "no \"buckets\""},
+                                                                      {"missing.json", "cannot be read"}}) {
+    const Result r = run("run --cases 1 --quiet --out " + dir + "/out --previous " + dir + "/" + file);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << r.output;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/out")) << "nothing runs before the report is read";
+  }
+}
+
+}  // namespace
