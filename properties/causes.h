@@ -15,9 +15,9 @@ namespace recheck {
 // The signature of `result` (a verdict that is not a pass) on case `c`, from the runs checked:
 // "PROPERTY CLASSIFICATION: EVIDENCE [@ LOCATION]". EVIDENCE is the failing verdict (the sut's,
 // else the oracle's; both where a divergence differs) with numbers, shapes, iterations, leaves
-// and sites abstracted away. LOCATION is where it arises: for an error, the op that raised it
-// and the constructs around that op; for a verdict at a checkpoint, that checkpoint's kind and
-// the constructs around it; for a value, the first op whose fingerprints part from eager mode's
+// and sites abstracted away. LOCATION is where it arises: for an error, where the run parted
+// before it, else the op that raised it; for flag-in-body, whether a checkpoint ran in the body
+// before the reading; for a value, the first op whose fingerprints part from eager mode's
 // (in forward) or from its own forward (in a recomputation), or "in backward" where every op
 // agrees. `eager` may be null (a check that did not run it): values are then located by the
 // recomputation alone.
