@@ -172,7 +172,8 @@ TEST(Triage, run_buckets_its_findings_minimizes_each_and_compares_with_a_previou
   const Result mutant = run("run --sut cpu-rng-only --seed 1 --cases 200 --quiet --minimize-seconds 0 --out " + dir +
                             "/out3 --json " + dir + "/c.json --previous " + dir + "/a.json");
   EXPECT_EQ(mutant.exit_code, 1) << mutant.output;
-  for (const json& b : read_json(dir + "/c.json").at("buckets")) {
+  const json mutant_report = read_json(dir + "/c.json");
+  for (const json& b : mutant_report.at("buckets")) {
     if (b.at("alarm").get<bool>()) {
       EXPECT_EQ(b.at("status"), "new") << b.dump();
     }
