@@ -98,22 +98,25 @@ class Interpreter {
  public:
   Interpreter(const Case& c, CheckpointImplementation& implementation, const RunOptions& options,
               Observations& observations)
-      : case_(c), implementation_(implementation), options_(options), obs_(observations) {
+      : case_(c),
+        implementation_(implementation),
+        options_(options),
+        obs_(observations),
+        trace_index_(!options.record_op_trace || c.device != "cpu" ? nullptr
+                     : options.trace_index                        ? options.trace_index
+                                                                  : std::make_shared<const TraceIndex>(c)),
+        trace_(trace_index_.get(), observations.trace) {
     collect_sites(c.root, "root", sites_);
-    if (options_.record_op_trace && c.device == "cpu") {
-      op_numbers_ = op_numbers(c);
-      op_refs_.resize(op_numbers_.size());
-      for (const auto& [op, number] : op_numbers_) {
-        op_refs_[number] = op_inputs(*op);
-        if (const auto* checkpoint = std::get_if<Checkpoint>(op)) checkpoint_numbers_[checkpoint] = number;
-      }
-    }
   }
 
   ~Interpreter() { stash_.clear(); }
 
   // `flag_reads`: where a checkpoint's body reads the is-checkpointing flag, before each op.
-  Values run_segment(const Segment& segment, const Values& inputs, std::vector<bool>* flag_reads = nullptr) {
+  // `prints`: the fingerprints of its values the trace takes (a checkpoint's body call keeps them).
+  Values run_segment(const Segment& segment, const Values& inputs, std::vector<bool>* flag_reads = nullptr,
+                     ValuePrints* prints = nullptr) {
+    ValuePrints own_prints;
+    if (prints == nullptr) prints = &own_prints;
     Values values = inputs;
     values.reserve(segment_value_count(segment, static_cast<int>(inputs.size())));
     std::map<int, std::shared_ptr<KeptCheckpoint>> kept;  // checkpoints without output, by first output
@@ -131,18 +134,18 @@ class Interpreter {
         int exceptions = std::uncaught_exceptions();
         ~Raising() {
           if (std::uncaught_exceptions() > exceptions && !self.raised_by_) {
-            self.raised_by_ = std::make_pair(self.op_number(op), self.recomputing_ > 0);
+            self.raised_by_ = std::make_pair(self.trace_.number(op), self.recomputing_ > 0);
           }
         }
       } raising{*this, op};
-      const int number = op_numbers_.empty() ? -1 : op_number(op);
-      const size_t traced = number < 0 ? 0 : begin_execution(number, false, fingerprint_inputs(number, values));
+      const size_t traced = trace_.op_began(op, *prints, values, iteration, recomputing_ > 0);
       Values outputs = std::visit([&](const auto& o) { return run(o, values); }, op);
-      if (number >= 0) end_execution(traced, fingerprint(outputs), fingerprint_inputs(number, values));
       ++obs_.op_executions;
-      if (last_kept_) kept[static_cast<int>(values.size())] = std::move(last_kept_);
+      const size_t first_output = values.size();
+      if (last_kept_) kept[static_cast<int>(first_output)] = std::move(last_kept_);
       last_kept_.reset();
       for (Value& output : outputs) values.push_back(std::move(output));
+      trace_.op_returned(traced, *prints, values, first_output);
     }
     Values outputs;
     for (int ref : segment.outputs) outputs.push_back(values.at(ref));
@@ -390,10 +393,10 @@ class Interpreter {
           if (record) obs.segment_calls[*record].flag_reads.push_back(std::move(reads));
         }
       } read_flag{obs_, obs_.keeps_checkpointing_flag ? record : std::nullopt, {}};
-      const int number = checkpoint_numbers_.empty() ? -1 : checkpoint_numbers_.at(&op);
-      const size_t traced = number < 0 ? 0 : begin_execution(number, true, fingerprint(inputs));
-      Values outputs = run_segment(*body, inputs, read_flag.record ? &read_flag.reads : nullptr);
-      if (number >= 0) end_execution(traced, fingerprint(outputs), fingerprint(inputs));
+      ValuePrints prints;
+      const size_t traced = trace_.body_began(op, prints, inputs, iteration, recomputing_ > 0);
+      Values outputs = run_segment(*body, inputs, read_flag.record ? &read_flag.reads : nullptr, &prints);
+      trace_.body_returned(traced, prints, inputs, outputs, body->outputs);
       if (read_flag.record) read_flag.reads.push_back(implementation_.checkpointing_flag());
       if (record) {
         std::vector<at::Tensor> recorded;
@@ -437,31 +440,9 @@ class Interpreter {
   Discards discards_;
   std::shared_ptr<KeptCheckpoint> last_kept_;  // the checkpoint without output that just returned
   int recomputing_ = 0;  // recomputations in progress
-  std::unordered_map<const Op*, int> op_numbers_;  // OpSite numbers; empty when no trace is recorded
-  std::unordered_map<const Checkpoint*, int> checkpoint_numbers_;
-  std::vector<std::vector<int>> op_refs_;  // each numbered op's inputs (op_inputs)
+  std::shared_ptr<const TraceIndex> trace_index_;
+  TraceRecorder trace_;
   std::optional<std::pair<int, bool>> raised_by_;
-  int64_t trace_moment_ = 0;
-
-  int op_number(const Op& op) const {
-    const auto found = op_numbers_.find(&op);
-    return found == op_numbers_.end() ? -1 : found->second;
-  }
-
-  // Observations::trace: an execution begins (its index there), and returns.
-  size_t begin_execution(int number, bool body, uint64_t inputs) {
-    obs_.trace.push_back({number, iteration, recomputing_ > 0, body, inputs, 0, 0, trace_moment_++, -1});
-    return obs_.trace.size() - 1;
-  }
-  void end_execution(size_t index, uint64_t outputs, uint64_t inputs_after) {
-    OpExecution& e = obs_.trace[index];
-    e.outputs = outputs;
-    e.inputs_after = inputs_after;
-    e.ended = trace_moment_++;
-  }
-
-  // The tensors op `number` reads (a checkpoint: its tensor arguments), as it reads them.
-  uint64_t fingerprint_inputs(int number, const Values& values) const { return fingerprint(values, op_refs_[number]); }
   std::shared_ptr<AllocationScopes> scopes_ = std::make_shared<AllocationScopes>();
 };
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -158,6 +159,9 @@ struct RunOptions {
   // Off, check_case (properties/report.h) gives no cause signatures either: `recheck bench`'s
   // baseline for what triage costs.
   bool record_op_trace = true;
+  // The case's op index for the trace, when the caller runs a case several times (check_case);
+  // null: each run makes its own.
+  std::shared_ptr<const TraceIndex> trace_index;
   bool measure_memory = true;   // CPU: installs the counting allocator for the run
   bool record_timeline = false;
   int64_t cpu_memory_budget = 0;  // bytes; on CPU, allocations beyond it raise OutOfMemoryError

@@ -2,11 +2,10 @@
 
 #include <cstring>
 #include <functional>
+#include <vector>
 #include <unordered_map>
 
-#include <ATen/core/grad_mode.h>
 
-#include "core/memory.h"
 
 namespace recheck {
 
@@ -59,48 +58,102 @@ std::vector<OpSite> op_sites(const Case& c) {
 
 namespace {
 
-// The bytes of a tensor, eight at a time (a multiply-xorshift per word). Measured against
-// std::hash it did not change what the trace costs (docs/triage.md, "What it costs").
+// The bytes of a tensor: eight words at a time in eight independent lanes (a multiply-xorshift
+// per word), so that the multiplies overlap; the lanes and the tail are folded at the end.
 uint64_t hash_bytes(const char* data, size_t size) {
-  uint64_t h = 0x9ae16a3b2f90404fULL ^ size;
+  constexpr uint64_t kMultiplier = 0x9fb21c651e98df25ULL;
+  const auto step = [](uint64_t h, uint64_t word) {
+    h = (h ^ word) * kMultiplier;
+    return h ^ (h >> 29);
+  };
+  constexpr int kLanes = 8;
+  uint64_t lanes[kLanes];
+  for (int lane = 0; lane < kLanes; ++lane) lanes[lane] = (0x9ae16a3b2f90404fULL ^ size) + lane * 0xc3a5c85c97cb3127ULL;
   size_t i = 0;
+  for (; i + 8 * kLanes <= size; i += 8 * kLanes) {
+    uint64_t words[kLanes];
+    std::memcpy(words, data + i, 8 * kLanes);
+    for (int lane = 0; lane < kLanes; ++lane) lanes[lane] = step(lanes[lane], words[lane]);
+  }
+  uint64_t h = lanes[0];
+  for (int lane = 1; lane < kLanes; ++lane) h = step(h, lanes[lane]);
   for (; i + 8 <= size; i += 8) {
     uint64_t word;
     std::memcpy(&word, data + i, 8);
-    h = (h ^ word) * 0x9fb21c651e98df25ULL;
-    h ^= h >> 29;
+    h = step(h, word);
   }
   if (i < size) {
     uint64_t word = 0;
     std::memcpy(&word, data + i, size - i);
-    h = (h ^ word) * 0x9fb21c651e98df25ULL;
-    h ^= h >> 29;
+    h = step(h, word);
   }
   return h;
 }
 
-uint64_t add_value(uint64_t h, const Value& value) {
-  if (!is_tensor(value)) return mix(h, value.index() + 1);
-  const at::Tensor& t = as_tensor(value);
-  if (!t.defined()) return mix(h, 0x5eed);
-  h = mix(h, static_cast<uint64_t>(t.scalar_type()));
+// Copies a strided tensor's elements, in order, to `out`: runs of the innermost dimension at a
+// time when it is dense.
+void gather(const at::Tensor& t, char* out) {
+  const int64_t element = t.element_size();
+  const auto* base = static_cast<const char*>(t.data_ptr());
+  const int64_t dims = t.dim();
+  if (dims == 0) {
+    std::memcpy(out, base, element);
+    return;
+  }
+  const at::IntArrayRef sizes = t.sizes();
+  const at::IntArrayRef strides = t.strides();
+  const int64_t inner = sizes[dims - 1];
+  const int64_t inner_stride = strides[dims - 1];
+  std::vector<int64_t> index(dims - 1, 0);
+  while (true) {
+    int64_t offset = 0;
+    for (int64_t d = 0; d + 1 < dims; ++d) offset += index[d] * strides[d];
+    const char* row = base + offset * element;
+    if (inner_stride == 1) {
+      std::memcpy(out, row, inner * element);
+      out += inner * element;
+    } else {
+      for (int64_t k = 0; k < inner; ++k, out += element) std::memcpy(out, row + k * inner_stride * element, element);
+    }
+    int64_t d = dims - 2;
+    for (; d >= 0; --d) {
+      if (++index[d] < sizes[d]) break;
+      index[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+uint64_t shape_of(const at::Tensor& t) {
+  uint64_t h = static_cast<uint64_t>(t.scalar_type());
   for (int64_t size : t.sizes()) h = mix(h, static_cast<uint64_t>(size));
+  return h;
+}
+
+// One value's print: its kind, or a tensor's dtype, shape and bytes.
+uint64_t print_value(const Value& value) {
+  if (!is_tensor(value)) return mix(0, value.index() + 1);
+  const at::Tensor& t = as_tensor(value);
+  if (!t.defined()) return mix(0, 0x5eed);
+  const uint64_t h = shape_of(t);
   // A discarded output (no storage) is told by its empty bytes.
   if (t.numel() == 0 || !t.has_storage() || t.storage().nbytes() == 0) return h;
   if (t.is_contiguous()) {
     return mix(h, hash_bytes(static_cast<const char*>(t.data_ptr()), t.numel() * t.element_size()));
   }
-  // A view: its elements in order, copied. The harness's read: not the run's allocation, nor a
-  // node in its graph.
-  memory::Uncounted uncounted;
-  const at::NoGradGuard no_grad;
-  const at::Tensor bytes = t.detach().contiguous();
-  return mix(h, hash_bytes(static_cast<const char*>(bytes.data_ptr()), bytes.numel() * bytes.element_size()));
+  // A view: its elements in order, gathered into a buffer this thread keeps (a copy through ATen
+  // would cost a dispatch and an allocation per view, several times the hash).
+  thread_local std::vector<char> gathered;
+  gathered.resize(static_cast<size_t>(t.numel() * t.element_size()));
+  gather(t, gathered.data());
+  return mix(h, hash_bytes(gathered.data(), gathered.size()));
 }
 
 bool on_cpu(const Value& value) { return !is_tensor(value) || !as_tensor(value).defined() || as_tensor(value).device().is_cpu(); }
 
 constexpr uint64_t kStart = 0x84222325cbf29ce4ULL;
+
+const void* data_of(const at::Tensor& t) { return t.has_storage() ? t.storage().data() : nullptr; }
 
 }  // namespace
 
@@ -108,19 +161,105 @@ uint64_t fingerprint(const std::vector<Value>& values) {
   uint64_t h = kStart;
   for (const Value& value : values) {
     if (!on_cpu(value)) return 0;
-    h = add_value(h, value);
+    h = mix(h, print_value(value));
   }
   return h;
 }
 
-uint64_t fingerprint(const std::vector<Value>& values, const std::vector<int>& refs) {
+uint64_t ValuePrints::add(uint64_t h, size_t index, const Value& value) {
+  if (!is_tensor(value) || !as_tensor(value).defined() || as_tensor(value).is_inference()) return mix(h, print_value(value));
+  const at::Tensor& t = as_tensor(value);
+  if (entries_.size() <= index) entries_.resize(index + 1);
+  Entry& entry = entries_[index];
+  const void* data = data_of(t);
+  const int64_t version = t._version();
+  const uint64_t shape = mix(shape_of(t), static_cast<uint64_t>(t.storage_offset()));
+  if (entry.impl != t.unsafeGetTensorImpl() || entry.data != data || entry.version != version || entry.shape != shape) {
+    entry = {t.unsafeGetTensorImpl(), data, version, shape, print_value(value)};
+  }
+  return mix(h, entry.print);
+}
+
+uint64_t ValuePrints::of(const std::vector<Value>& values, const std::vector<int>& refs) {
   uint64_t h = kStart;
   for (int ref : refs) {
     if (ref < 0 || static_cast<size_t>(ref) >= values.size()) continue;
     if (!on_cpu(values[ref])) return 0;
-    h = add_value(h, values[ref]);
+    h = add(h, ref, values[ref]);
   }
   return h;
+}
+
+uint64_t ValuePrints::of_from(const std::vector<Value>& values, size_t first) {
+  uint64_t h = kStart;
+  for (size_t i = first; i < values.size(); ++i) {
+    if (!on_cpu(values[i])) return 0;
+    h = add(h, i, values[i]);
+  }
+  return h;
+}
+
+uint64_t ValuePrints::of_outputs(const std::vector<Value>& outputs, const std::vector<int>& refs) {
+  uint64_t h = kStart;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (!on_cpu(outputs[k])) return 0;
+    h = k < refs.size() && refs[k] >= 0 ? add(h, refs[k], outputs[k]) : mix(h, print_value(outputs[k]));
+  }
+  return h;
+}
+
+TraceIndex::TraceIndex(const Case& c) : numbers(op_numbers(c)) {
+  refs.resize(numbers.size());
+  for (const auto& [op, number] : numbers) {
+    refs[number] = op_inputs(*op);
+    if (const auto* checkpoint = std::get_if<Checkpoint>(op)) checkpoints[checkpoint] = number;
+  }
+}
+
+TraceRecorder::TraceRecorder(const TraceIndex* index, std::vector<OpExecution>& trace) : index_(index), trace_(trace) {}
+
+int TraceRecorder::number(const Op& op) const {
+  if (index_ == nullptr) return -1;
+  const auto found = index_->numbers.find(&op);
+  return found == index_->numbers.end() ? -1 : found->second;
+}
+
+size_t TraceRecorder::began(int number, int iteration, bool recomputation, bool body, uint64_t inputs) {
+  trace_.push_back({number, iteration, recomputation, body, inputs, 0, 0, moment_++, -1});
+  return trace_.size() - 1;
+}
+
+void TraceRecorder::returned(size_t at, uint64_t outputs, uint64_t inputs_after) {
+  OpExecution& e = trace_[at];
+  e.outputs = outputs;
+  e.inputs_after = inputs_after;
+  e.ended = moment_++;
+}
+
+size_t TraceRecorder::op_began(const Op& op, ValuePrints& prints, const std::vector<Value>& values, int iteration,
+                               bool recomputation) {
+  const int n = number(op);
+  if (n < 0) return kOff;
+  return began(n, iteration, recomputation, false, prints.of(values, index_->refs[n]));
+}
+
+void TraceRecorder::op_returned(size_t at, ValuePrints& prints, const std::vector<Value>& values, size_t first_output) {
+  if (at == kOff) return;
+  returned(at, prints.of_from(values, first_output), prints.of(values, index_->refs[trace_[at].op]));
+}
+
+size_t TraceRecorder::body_began(const Checkpoint& checkpoint, ValuePrints& prints, const std::vector<Value>& inputs,
+                                 int iteration, bool recomputation) {
+  if (index_ == nullptr) return kOff;
+  const auto found = index_->checkpoints.find(&checkpoint);
+  if (found == index_->checkpoints.end()) return kOff;
+  return began(found->second, iteration, recomputation, true, prints.of_from(inputs, 0));
+}
+
+void TraceRecorder::body_returned(size_t at, ValuePrints& prints, const std::vector<Value>& inputs,
+                                  const std::vector<Value>& outputs, const std::vector<int>& output_refs) {
+  if (at == kOff) return;
+  returned(at, prints.of_outputs(outputs, output_refs), prints.of_from(inputs, 0));
 }
 
 }  // namespace recheck

@@ -369,7 +369,31 @@ std::string crash_signature(const std::string& how_it_ended, bool oracle_too) {
 
 std::string cause_signature(const PropertyResult& result, const Case& c, const Observations* eager,
                             const Observations& oracle, const Observations& sut) {
-  const std::vector<OpSite> sites = op_sites(c);
+  return CauseSignatures(c, eager, oracle, sut).of(result);
+}
+
+CauseSignatures::CauseSignatures(const Case& c, const Observations* eager, const Observations& oracle,
+                                 const Observations& sut)
+    : case_(c), eager_(eager), oracle_(oracle), sut_(sut) {}
+
+const std::vector<OpSite>& CauseSignatures::sites() {
+  if (!sites_) sites_ = op_sites(case_);
+  return *sites_;
+}
+
+const std::string& CauseSignatures::difference(const Observations& run, bool recomputation_only) {
+  const auto key = std::make_pair(&run, recomputation_only);
+  auto found = differences_.find(key);
+  if (found == differences_.end()) {
+    found = differences_.emplace(key, first_difference(run, eager_, sites(), recomputation_only)).first;
+  }
+  return found->second;
+}
+
+std::string CauseSignatures::of(const PropertyResult& result) {
+  const Observations* eager = eager_;
+  const Observations& oracle = oracle_;
+  const Observations& sut = sut_;
   const bool sut_fails = !result.sut.holds;
   const Verdict& failing = sut_fails ? result.sut : result.oracle;
   const Observations& run = sut_fails ? sut : oracle;
@@ -383,13 +407,13 @@ std::string cause_signature(const PropertyResult& result, const Case& c, const O
     const size_t from = failing.iteration < 0 ? 0 : static_cast<size_t>(failing.iteration);
     const std::optional<ErrorRecord> own = first_error_from(run, from);
     const std::optional<ErrorRecord> error = own ? own : (eager ? first_error_from(*eager, from) : std::nullopt);
-    location = first_difference(run, eager, sites, false);
+    location = difference(run, false);
     if (!location.empty() && failing.where == "error") {
       // What the error was is then the parting's symptom: which op met the wrong value first.
       shown = error_outcome(failing, run, eager);
       oracle_shown = result.oracle.holds || !sut_fails ? shown : error_outcome(result.oracle, oracle, eager);
     } else if (location.empty() && error) {
-      location = std::string(own ? "" : "eager ") + raised_by(*error, sites);
+      location = std::string(own ? "" : "eager ") + raised_by(*error, sites());
       // The error this run raised is the cause; which other one eager mode raised is not.
       shown = eager_error_as_outcome(shown);
       oracle_shown = eager_error_as_outcome(oracle_shown);
@@ -399,9 +423,9 @@ std::string cause_signature(const PropertyResult& result, const Case& c, const O
   } else if (result.property == "flag-in-body") {
     shown = flag_evidence(failing);
     oracle_shown = result.oracle.holds || !sut_fails ? shown : flag_evidence(result.oracle);
-    location = flag_reading(failing, sites);
+    location = flag_reading(failing, sites());
   } else if (about_values(result.property)) {
-    location = first_difference(run, eager, sites, result.property == "recompute-fidelity");
+    location = difference(run, result.property == "recompute-fidelity");
     if (!location.empty()) {
       // How the value differs (its shape, its elements) is then the parting's symptom.
       shown = evidence(failing, /*with_difference=*/false);

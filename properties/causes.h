@@ -4,7 +4,11 @@
 // says how it is made, and which different bugs it can still merge or split.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/case.h"
 #include "core/interpreter.h"
@@ -23,6 +27,25 @@ namespace recheck {
 // recomputation alone.
 std::string cause_signature(const PropertyResult& result, const Case& c, const Observations* eager,
                             const Observations& oracle, const Observations& sut);
+
+// The same for every verdict of one case, what they share (the case's op sites, where each run
+// parts) worked out once. Holds references: the case and the runs outlive it.
+class CauseSignatures {
+ public:
+  CauseSignatures(const Case& c, const Observations* eager, const Observations& oracle, const Observations& sut);
+  std::string of(const PropertyResult& result);
+
+ private:
+  const std::vector<OpSite>& sites();
+  const std::string& difference(const Observations& run, bool recomputation_only);
+
+  const Case& case_;
+  const Observations* eager_;
+  const Observations& oracle_;
+  const Observations& sut_;
+  std::optional<std::vector<OpSite>> sites_;
+  std::map<std::pair<const Observations*, bool>, std::string> differences_;
+};
 
 // The signature of a case that ended its worker process: how it ended ("was killed by signal 11
 // (Segmentation fault)", abstracted), and whether the oracle alone ends one too.

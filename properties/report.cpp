@@ -30,7 +30,12 @@ bool CaseResult::all_pass() const {
 }
 
 CaseResult check_case(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut,
-                      const RunOptions& options, EagerRun eager_run, const ClaimChoice& claims) {
+                      const RunOptions& case_options, EagerRun eager_run, const ClaimChoice& claims) {
+  // The op index the trace numbers the case's ops by, made once for all its runs.
+  RunOptions options = case_options;
+  if (options.record_op_trace && !options.trace_index && c.device == "cpu") {
+    options.trace_index = std::make_shared<const TraceIndex>(c);
+  }
   // A case that passes a call option either variant does not take is refused before anything runs.
   check_call_options(c, oracle);
   check_call_options(c, sut);
@@ -65,8 +70,11 @@ CaseResult check_case(const Case& c, CheckpointImplementation& oracle, Checkpoin
     result.results = eager_observed
                          ? check_properties(*eager_observed, oracle_observed, sut_observed, sut.change_claims(), claims)
                          : check_properties_without_eager(oracle_observed, sut_observed, sut.change_claims(), claims);
-    for (PropertyResult& r : result.results) {
-      if (options.record_op_trace && r.classification != Classification::pass) r.cause = cause_signature(r, c, eager_or_none, oracle_observed, sut_observed);
+    if (options.record_op_trace) {
+      CauseSignatures causes(c, eager_or_none, oracle_observed, sut_observed);
+      for (PropertyResult& r : result.results) {
+        if (r.classification != Classification::pass) r.cause = causes.of(r);
+      }
     }
     return result;
   };

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/case.h"
+#include "core/op_trace.h"
 #include "properties/buckets.h"
 #include "properties/causes.h"
 #include "properties/generator.h"
@@ -43,6 +44,35 @@ std::string cause_of(const std::string& file, const std::string& property) {
 json read_json(const std::string& path) {
   std::ifstream in(path);
   return json::parse(in);
+}
+
+TEST(Triage, fingerprints_read_a_view_as_its_elements_and_see_every_change_to_a_value) {
+  const at::Tensor t = at::arange(24, at::kDouble).reshape({4, 6});
+  const at::Tensor transposed = t.t();
+  ASSERT_FALSE(transposed.is_contiguous());
+  EXPECT_EQ(fingerprint({transposed}), fingerprint({transposed.contiguous()}));
+  EXPECT_NE(fingerprint({transposed}), fingerprint({t}));  // the same bytes, another shape
+  EXPECT_NE(fingerprint({t.slice(1, 0, 6, 2)}), fingerprint({t.slice(1, 1, 6, 2)}));
+  EXPECT_NE(fingerprint({t}), fingerprint({t.to(at::kFloat)}));
+  EXPECT_NE(fingerprint({Value{int64_t{1}}}), fingerprint({Value{1.0}}));
+
+  // A value read again by its segment's prints: the same print while it is unchanged, and a new
+  // one after an in-place op, distribute's `.data`, or a view swapped in at the same address.
+  at::Tensor x = at::arange(12, at::kDouble).reshape({3, 4});
+  const std::vector<Value> values{x, Value{int64_t{3}}};
+  ValuePrints prints;
+  const uint64_t first = prints.of(values, {0, 1});
+  EXPECT_EQ(first, fingerprint(values));
+  EXPECT_EQ(prints.of(values, {0, 1}), first);
+  x.add_(1);
+  EXPECT_NE(prints.of(values, {0, 1}), first);
+  EXPECT_EQ(prints.of(values, {0, 1}), fingerprint(values));
+  x.set_data(at::zeros({3, 4}, at::kDouble));
+  EXPECT_EQ(prints.of(values, {0, 1}), fingerprint(values));
+  x.set_data(x.detach().view({-1}).slice(0, 0, 6));
+  EXPECT_EQ(prints.of(values, {0, 1}), fingerprint(values));
+  EXPECT_EQ(prints.of_from(values, 0), fingerprint(values));
+  EXPECT_EQ(prints.of_outputs({x}, {0}), fingerprint({x}));
 }
 
 TEST(Triage, abstract_text_keeps_the_words_and_drops_the_case_s_particulars) {
