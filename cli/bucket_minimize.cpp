@@ -25,7 +25,12 @@ int minimize_buckets(Buckets& buckets, const BucketMinimizing& how) {
     // An equal share of what is left for each bucket still to do.
     const auto until = now + (deadline - now) / static_cast<int64_t>(todo.size() - i);
     const bool crash = b.property == kCrashProperty;
-    const Case original = draw_case(how.gen, b.draw_seed);
+    Case original;
+    try {
+      original = how.first_case(b);
+    } catch (const CaseError&) {
+      continue;  // its file went away or changed: the report still names it
+    }
     runner::CaseWorker worker("bucket " + std::to_string(i + 1), original.device, how.oracle, how.sut, Limits{});
     worker.hold_to_claims(how.claims);
     FailureSignature signature;
@@ -53,8 +58,10 @@ int minimize_buckets(Buckets& buckets, const BucketMinimizing& how) {
     const CaseStats before = stats(original);
     const CaseStats after = stats(smallest);
     smallest.note = how.sut.name() + ": " + b.property + " " + b.classification + " against " + how.oracle.name() +
-                    ", cause: " + b.signature + " (minimized by recheck run from case " + std::to_string(b.first_case) +
-                    ", draw seed " + std::to_string(b.draw_seed) + ", " + std::to_string(before.ops) + " ops)";
+                    ", cause: " + b.signature + " (minimized by " + how.by + " from " +
+                    (b.found_in.empty() ? "case " + std::to_string(b.first_case) + ", draw seed " + std::to_string(b.draw_seed)
+                                        : b.found_in) +
+                    ", " + std::to_string(before.ops) + " ops)";
     smallest.expect = {Expectation{how.sut.name(), b.property, b.classification}};
     const std::string file = how.out_dir + "/bucket-" + std::to_string(i + 1) + ".min.json";
     try {

@@ -3,17 +3,19 @@
 // cause signature, written beside the run's findings.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "core/checkpoint_interface.h"
 #include "properties/buckets.h"
-#include "properties/generator.h"
+#include "core/case.h"
 #include "properties/properties.h"
 
 namespace recheck::cli {
 
 struct BucketMinimizing {
-  const GenOptions& gen;  // the run's cases are draw_case(gen, draw seed)
+  std::function<Case(const Bucket&)> first_case;  // the case a bucket's first finding was found on
+  std::string by;  // the command minimizing, for the note: "recheck run", "recheck triage"
   CheckpointImplementation& oracle;
   CheckpointImplementation& sut;
   const ClaimChoice& claims;

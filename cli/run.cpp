@@ -326,12 +326,13 @@ int command_run(const Args& args) {
   const auto minimizing_start = Clock::now();
   const std::string replay_suffix = " --sut " + sut->name() + " --oracle " + oracle->name() + claims_argument(claims) +
                                     world_size_argument();
+  const auto first_case = [&](const Bucket& b) { return draw_case(gen, b.draw_seed); };
   if (minimize_seconds > 0 && buckets.size() > 0 && worker_failed.empty() && !runner::interrupted() &&
       world_size == 1 && !args.flag("no-isolate")) {
     make_output_folder(out_dir);
-    minimized = minimize_buckets(buckets, {gen, *oracle, *sut, claims, out_dir, minimize_seconds, replay, replay_suffix});
+    minimized = minimize_buckets(buckets, {first_case, "recheck run", *oracle, *sut, claims, out_dir, minimize_seconds, replay, replay_suffix});
   } else {
-    minimize_buckets(buckets, {gen, *oracle, *sut, claims, out_dir, 0, replay, replay_suffix});
+    minimize_buckets(buckets, {first_case, "recheck run", *oracle, *sut, claims, out_dir, 0, replay, replay_suffix});
   }
   if (previous) buckets.compare_with(*previous);
   std::cout << "\nrecheck run: " << summary.cases() << " cases in " << std::fixed << std::setprecision(1)

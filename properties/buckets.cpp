@@ -155,8 +155,12 @@ std::string Buckets::describe(size_t detailed) const {
     if (b->count == 0) continue;
     if (!b->alarm && shown >= detailed) continue;
     if (!b->alarm) ++shown;
-    out << "         first: case " << b->first_case << " (draw seed " << b->draw_seed << ")"
-        << (b->found_in.empty() ? "" : " of " + b->found_in) << (b->file.empty() ? "" : ", " + b->file) << "\n";
+    if (!b->file.empty() && b->found_in == b->file) {
+      out << "         first: " << b->file << "\n";  // an input of its own (recheck triage)
+    } else {
+      out << "         first: case " << b->first_case << " (draw seed " << b->draw_seed << ")"
+          << (b->found_in.empty() ? "" : " of " + b->found_in) << (b->file.empty() ? "" : ", " + b->file) << "\n";
+    }
     if (!b->minimized.empty()) {
       out << "         minimized: " << b->minimized << " (" << b->minimized_ops << " ops)\n";
     }

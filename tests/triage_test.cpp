@@ -2,6 +2,7 @@
 // run`'s bucket list, its minimized case per bucket and its comparison with a previous report.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -226,3 +227,71 @@ TEST(Triage, a_previous_report_that_is_not_one_is_refused_in_one_line) {
 }
 
 }  // namespace
+
+// recheck triage: a campaign's inputs (cases, crash files, run reports) in buckets, each
+// minimized once; what cannot be read is listed as incomplete and nothing else is lost.
+TEST(Triage, triage_buckets_cases_and_crash_files_merges_reports_and_lists_what_it_could_not_read) {
+  const std::string dir = ::testing::TempDir() + "/triage-inputs";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/artifacts");
+  // Two runs of a mutant: their cases written, their reports kept.
+  for (const std::string seed : {"1", "2"}) {
+    const Result r = run("run --sut cpu-rng-only --seed " + seed + " --cases 60 --quiet --minimize-seconds 0 --out " + dir +
+                         "/run" + seed + " --json " + dir + "/report" + seed + ".json");
+    ASSERT_EQ(r.exit_code, 1) << r.output;
+  }
+  // A crash file as libFuzzer writes one (bytes the check target decodes), and a report cut short.
+  std::ofstream(dir + "/artifacts/crash-0123") << std::string(64, '\x07') << "recheck";
+  std::ofstream(dir + "/artifacts/half.json") << "{\"tool\": \"recheck\", \"buckets\": [{\"signature\": ";
+
+  const Result triaged = run("triage " + dir + "/run1 " + dir + "/artifacts --sut cpu-rng-only --minimize-seconds 20 --out " +
+                             dir + "/min --json " + dir + "/t.json");
+  EXPECT_EQ(triaged.exit_code, 1) << triaged.output;
+  EXPECT_NE(triaged.output.find("incomplete: " + dir + "/artifacts/half.json: not JSON (a half-written file?)"),
+            std::string::npos)
+      << triaged.output;
+  const json t = read_json(dir + "/t.json");
+  EXPECT_EQ(t.at("incomplete"), 1);
+  EXPECT_GT(t.at("cases").get<int>(), 1);
+  int64_t counted = 0;
+  int minimized = 0;
+  for (const json& b : t.at("buckets")) {
+    counted += b.at("count").get<int64_t>();
+    if (!b.at("minimized").get<std::string>().empty()) {
+      ++minimized;
+      // The minimized case still shows its bucket.
+      const Result again = run("replay " + b.at("minimized").get<std::string>());
+      EXPECT_EQ(again.exit_code, 0) << again.output;
+    }
+  }
+  EXPECT_EQ(counted, t.at("findings").get<int64_t>());
+  EXPECT_GT(minimized, 0);
+  EXPECT_NE(triaged.output.find("buckets: " + std::to_string(counted) + " findings in "), std::string::npos) << triaged.output;
+
+  // Two reports merge: each signature's count is the sum of the two runs' counts.
+  const Result merged = run("triage " + dir + "/report1.json " + dir + "/report2.json --minimize-seconds 0 --out " + dir +
+                            "/min2 --json " + dir + "/m.json");
+  EXPECT_EQ(merged.exit_code, 1) << merged.output;
+  std::map<std::string, int64_t> expected;
+  for (const std::string report : {"/report1.json", "/report2.json"}) {
+    for (const json& b : read_json(dir + report).at("buckets")) expected[b.at("signature")] += b.at("count").get<int64_t>();
+  }
+  std::map<std::string, int64_t> got;
+  for (const json& b : read_json(dir + "/m.json").at("buckets")) got[b.at("signature")] = b.at("count").get<int64_t>();
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(read_json(dir + "/m.json").at("reports"), 2);
+}
+
+TEST(Triage, triage_refuses_a_path_that_is_not_there_or_a_folder_with_nothing_to_triage_in_one_line) {
+  const std::string dir = ::testing::TempDir() + "/triage-nothing";
+  std::filesystem::create_directories(dir + "/empty");
+  std::ofstream(dir + "/empty/notes.txt") << "not an input";
+  for (const auto& [path, says] : std::map<std::string, std::string>{
+           {dir + "/missing", "no such file or folder"}, {dir + "/empty", "holds no crash file"}}) {
+    const Result r = run("triage " + path + " --out " + dir + "/out");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/out"));
+  }
+}
