@@ -19,7 +19,7 @@ namespace recheck::cli {
 std::unique_ptr<std::ostream> g_report_stream;
 
 const std::vector<const Command*>& commands() {
-  static const std::vector<const Command*> all = {&kRun,      &kRepro,    &kShow,    &kMinimize, &kReplay, &kTriage, &kExportPython,
+  static const std::vector<const Command*> all = {&kRun,      &kRepro,    &kShow,    &kMinimize, &kReplay, &kTriage, &kPage, &kExportPython,
                                                   &kFuzzSeeds, &kVariants, &kMutants, &kMemory,   &kBench};
   return all;
 }

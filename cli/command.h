@@ -110,7 +110,7 @@ struct Command {
   bool stops_on_interrupt;
 };
 
-extern const Command kRun, kRepro, kShow, kMinimize, kReplay, kTriage, kExportPython, kFuzzSeeds, kVariants, kMutants,
+extern const Command kRun, kRepro, kShow, kMinimize, kReplay, kTriage, kPage, kExportPython, kFuzzSeeds, kVariants, kMutants,
     kMemory, kBench;
 // In the order `recheck --help` lists them.
 const std::vector<const Command*>& commands();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/bucket_minimize.h"
+#include "cli/run_progress.h"
 #include "cli/command.h"
 #include "core/case.h"
 #include "core/torch_compat.h"
@@ -218,8 +219,18 @@ int command_run(const Args& args) {
     }
     findings.push_back(std::move(finding));
   };
+  // The run over time, for the report's "progress" (and recheck page): only with --json, as
+  // coverage draws each case again here.
+  RunProgress progress;
+  const bool track_progress = args.has("json");
+  int64_t alarms_found = 0;
+  auto sample_progress = [&](bool last) {
+    progress.sample(elapsed(), summary.cases(), static_cast<int64_t>(findings.size()), alarms_found,
+                    static_cast<int64_t>(buckets.size()), last);
+  };
   auto handle = [&](int64_t index, const CaseResult& result) {
     summary.add(result);
+    for (const PropertyResult& r : result.results) alarms_found += is_alarm(r.classification) ? 1 : 0;
     op_executions += result.op_executions;
     if (!result.skipped.empty()) {
       // Too large for the memory: counted and named, not a failure.
@@ -231,6 +242,10 @@ int command_run(const Args& args) {
       if (r.classification == Classification::pass) continue;
       report_finding(index, r.property, to_string(r.classification), is_alarm(r.classification), r.sut.describe(),
                      r.oracle.describe(), r.cause);
+    }
+    if (track_progress) {
+      progress.reached(draw_case(gen, seed + static_cast<uint64_t>(index)));
+      sample_progress(false);
     }
     if (!quiet && std::chrono::duration<double>(Clock::now() - last_progress).count() >= 2.0) {
       last_progress = Clock::now();
@@ -319,6 +334,7 @@ int command_run(const Args& args) {
   }
 
   const double total_seconds = elapsed();
+  if (track_progress) sample_progress(true);
   // Each bucket's first case minimized, after the run's own time (a campaign's is not spent on it).
   int minimized = 0;
   const double minimize_seconds =
@@ -396,7 +412,9 @@ int command_run(const Args& args) {
                    {"error", worker_failed.empty() ? json() : json(worker_failed)},
                    {"summary", summary.to_json()},
                    {"findings", findings},
-                   {"buckets", buckets.to_json()}};
+                   {"buckets", buckets.to_json()},
+                   {"progress", progress.samples()},
+                   {"coverage", progress.coverage()}};
     if (!provenance.empty()) report["provenance"] = provenance;
     if (claims.chosen) {
       json not_held = json::array();
