@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "properties/buckets.h"
+#include "properties/causes.h"
 #include "properties/corpus.h"
 #include "properties/report.h"
 #include "runner/case_worker.h"
@@ -164,11 +166,22 @@ FileReplay replay_file(const std::string& file, const Limits& limits, Oracles& o
     }
     const std::string got = observed(e, isolated.result ? &result : nullptr);
     const bool ok = got == e.classification;
+    // What a failing expectation now shows, by cause: the property's signature, or how the check
+    // ended, or that it passes now.
+    std::string cause;
+    if (!ok) {
+      if (!isolated.result) cause = crash_signature("the worker process " + isolated.crash, false);
+      for (const PropertyResult& r : result.results) {
+        const bool named = e.property == "*" ? is_alarm(r.classification) : r.property == e.property;
+        if (named && cause.empty() && !r.cause.empty()) cause = r.cause;
+      }
+      if (cause.empty()) cause = e.property + " " + got + " (expected " + e.classification + ")";
+    }
     (ok ? out.held : out.failed) += 1;
     print << (ok ? "ok    " : "FAIL  ") << file << "  " << e.sut << " " << e.property << " " << e.classification
           << (ok ? "" : ", got " + got) << "\n";
     out.lines.push_back({{"file", file}, {"sut", e.sut}, {"property", e.property}, {"expected", e.classification},
-                         {"got", got}, {"ok", ok}});
+                         {"got", got}, {"ok", ok}, {"cause", cause}});
   }
   out.printed = print.str();
   return out;
@@ -213,12 +226,25 @@ int command_replay(const Args& args) {
     }
   }
   if (held + failed + skipped == 0) throw UsageError("no case file (*.json) under the paths given");
+  // The expectations that do not hold, grouped by what they show now: a few causes, not a list.
+  Buckets failing;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const json& line = lines[i];
+    if (line.at("ok").get<bool>()) continue;
+    const std::string cause = line.at("cause").get<std::string>();
+    const bool first = !failing.contains(cause);
+    failing.add(cause, line.at("property"), line.at("got"), true, static_cast<int64_t>(i), 0,
+                line.at("sut").get<std::string>() + " expected " + line.at("expected").get<std::string>());
+    if (first) failing.at(cause).found_in = failing.at(cause).file = line.at("file").get<std::string>();
+  }
+  if (failing.size() > 0) std::cout << "\nexpectations that do not hold, by cause:\n" << failing.describe();
   std::cout << held << " expectations hold, " << failed << " do not"
             << (skipped > 0 ? ", " + std::to_string(skipped) + " skipped (they need the Python bridge, a device or more memory)" : "")
             << "\n";
   if (args.has("json")) {
     write_json_report(args.get("json", "-"), {{"tool", "recheck"}, {"command", "replay"}, {"oracle", oracles.default_name()},
-                                              {"held", held}, {"failed", failed}, {"skipped", skipped}, {"expectations", lines}});
+                                              {"held", held}, {"failed", failed}, {"skipped", skipped}, {"expectations", lines},
+                                              {"buckets", failing.to_json()}});
   }
   return failed > 0 ? 1 : 0;
 }

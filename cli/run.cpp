@@ -176,7 +176,18 @@ int command_run(const Args& args) {
   Summary summary;
   summary.checks(sut->name());
   for (const auto& [property, reason] : not_checked) summary.not_checked(property, reason);
+  // Every alarm is listed in the report; the other findings up to kListed (a campaign of days
+  // finds millions, which the buckets count), the rest only counted.
   json findings = json::array();
+  constexpr size_t kListed = 10000;
+  int64_t not_listed = 0;
+  auto list_finding = [&](json finding, bool alarm) {
+    if (alarm || findings.size() < kListed) {
+      findings.push_back(std::move(finding));
+    } else {
+      ++not_listed;
+    }
+  };
   Buckets buckets;
   std::map<std::string, int> written_per_kind;
   constexpr int kPreExistingFilesPerProperty = 5;
@@ -217,7 +228,7 @@ int command_run(const Args& args) {
                   << claims_argument(claims) << world_size_argument() << "\n";
       }
     }
-    findings.push_back(std::move(finding));
+    list_finding(std::move(finding), alarm || property == kCrashProperty);  // a crash's entry is amended below
   };
   // The run over time, for the report's "progress" (and recheck page): only with --json, as
   // coverage draws each case again here.
@@ -225,7 +236,7 @@ int command_run(const Args& args) {
   const bool track_progress = args.has("json");
   int64_t alarms_found = 0;
   auto sample_progress = [&](bool last) {
-    progress.sample(elapsed(), summary.cases(), static_cast<int64_t>(findings.size()), alarms_found,
+    progress.sample(elapsed(), summary.cases(), static_cast<int64_t>(findings.size()) + not_listed, alarms_found,
                     static_cast<int64_t>(buckets.size()), last);
   };
   auto handle = [&](int64_t index, const CaseResult& result) {
@@ -234,8 +245,8 @@ int command_run(const Args& args) {
     op_executions += result.op_executions;
     if (!result.skipped.empty()) {
       // Too large for the memory: counted and named, not a failure.
-      findings.push_back({{"case", index}, {"draw_seed", seed + static_cast<uint64_t>(index)},
-                          {"classification", "skipped"}, {"reason", result.skipped}});
+      list_finding({{"case", index}, {"draw_seed", seed + static_cast<uint64_t>(index)},
+                    {"classification", "skipped"}, {"reason", result.skipped}}, false);
       if (summary.skipped() == 1) first_skipped = "case " + std::to_string(index) + ": " + result.skipped;
     }
     for (const PropertyResult& r : result.results) {
@@ -412,6 +423,7 @@ int command_run(const Args& args) {
                    {"error", worker_failed.empty() ? json() : json(worker_failed)},
                    {"summary", summary.to_json()},
                    {"findings", findings},
+                   {"findings_not_listed", not_listed},
                    {"buckets", buckets.to_json()},
                    {"progress", progress.samples()},
                    {"coverage", progress.coverage()}};

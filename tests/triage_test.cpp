@@ -266,6 +266,25 @@ TEST(Triage, triage_buckets_cases_and_crash_files_merges_reports_and_lists_what_
   }
   EXPECT_EQ(counted, t.at("findings").get<int64_t>());
   EXPECT_GT(minimized, 0);
+
+  // Replayed on the correct variant, the mutant's alarms do not hold: replay groups them by cause.
+  std::filesystem::create_directories(dir + "/on-clearing");
+  int copied = 0;
+  for (const json& b : t.at("buckets")) {
+    if (!b.at("alarm").get<bool>() || b.at("minimized").get<std::string>().empty()) continue;
+    json c = read_json(b.at("minimized").get<std::string>());
+    for (json& e : c.at("expect")) e["sut"] = "clearing";
+    std::ofstream(dir + "/on-clearing/" + std::to_string(copied++) + ".json") << c.dump();
+  }
+  ASSERT_GT(copied, 0);
+  const Result replayed = run("replay " + dir + "/on-clearing --json " + dir + "/replay.json");
+  EXPECT_EQ(replayed.exit_code, 1) << replayed.output;
+  EXPECT_NE(replayed.output.find("expectations that do not hold, by cause:"), std::string::npos) << replayed.output;
+  const json r = read_json(dir + "/replay.json");
+  int64_t grouped = 0;
+  for (const json& b : r.at("buckets")) grouped += b.at("count").get<int64_t>();
+  EXPECT_EQ(grouped, r.at("failed").get<int64_t>());
+  EXPECT_GT(r.at("failed").get<int64_t>(), 0);
   EXPECT_NE(triaged.output.find("buckets: " + std::to_string(counted) + " findings in "), std::string::npos) << triaged.output;
 
   // Two reports merge: each signature's count is the sum of the two runs' counts.
