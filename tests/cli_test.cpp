@@ -180,11 +180,18 @@ nlohmann::json verdicts_of(const std::string& json_path) {
   return {{"summary", report.at("summary")}, {"findings", findings}};
 }
 
-// The whole report but its time and the findings' file names (each run writes its own folder).
+// The whole report but its time, its progress over time (its last sample stays) and the
+// findings' file names (each run writes its own folder).
 std::string report_without_time(const std::string& json_path) {
   std::ifstream in(json_path);
   nlohmann::json report = nlohmann::json::parse(in);
   report.erase("seconds");
+  // Sampled by the clock: how the run went over time, not what it found (its last sample is).
+  nlohmann::json& progress = report.at("progress");
+  if (!progress.empty()) {
+    progress = nlohmann::json::array({progress.back()});
+    progress.back().erase("seconds");
+  }
   for (auto& finding : report.at("findings")) finding.erase("file");
   // Where the files are, and the minimized cases: made after the run within a time budget (and
   // not at all with --no-isolate), so not part of what a seed determines.
