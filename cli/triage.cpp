@@ -134,6 +134,7 @@ int command_triage(const Args& args) {
   json inputs = json::array();
   int64_t cases = 0, reports = 0, incomplete = 0, findings = 0;
   std::unique_ptr<runner::CaseWorker> worker;
+  std::string worker_device;
   const std::string replay = replay_command(*sut, *oracle);
   const std::string replay_suffix = " --sut " + sut->name() + " --oracle " + oracle->name() + claims_argument(claims);
   for (size_t i = 0; i < files.size() && !runner::interrupted(); ++i) {
@@ -158,7 +159,9 @@ int command_triage(const Args& args) {
       const Case c = load_case_or_fuzz_input(file, limits, false, device);
       ++cases;
       input["kind"] = "case";
-      if (!worker) {
+      if (!worker || worker_device != c.device) {  // a worker checks the cases of one device
+        if (worker) worker->stop();
+        worker_device = c.device;
         worker = std::make_unique<runner::CaseWorker>(file, c.device, *oracle, *sut, limits);
         worker->hold_to_claims(claims);
       }
