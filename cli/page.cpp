@@ -30,8 +30,8 @@ const char* kPageHelp = R"(usage: recheck page INPUT... --out FILE [--title TEXT
 Writes one self-contained HTML page (no network needed to view it) for a run or a campaign:
 the throughput and the coverage over time, the buckets with their counts (alarms first), each
 minimized case as `recheck show` prints it, the replay lines with a button to copy them, and
-the memory figures where measured. INPUT is a --json report of `recheck run`, `recheck triage`
-or `recheck memory`, or a campaign's folder (tools/campaign's OUT_DIR, a SLURM campaign's
+the memory figures where measured. INPUT is a JSON report written by `recheck run`, `recheck
+triage` or `recheck memory`, or a campaign's folder (tools/campaign's OUT_DIR, a SLURM campaign's
 CAMPAIGN_DIR: summary.json, buckets.json and libFuzzer's logs), or a folder of reports (the
 tasks of an array). Several inputs make one page: their buckets merged, one line each over
 time. An input that cannot be read (a report cut short) is named on the page as incomplete.
