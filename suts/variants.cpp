@@ -34,6 +34,7 @@ D change_with(std::initializer_list<Decision> taken) {
 
 // The fixes of the released function, as decisions, for the fixes and the mistakes made in them.
 void autocast_recorded(D& d) { d.autocast = D::Autocast::recorded_per_call; }
+void tracker_name_recorded(D& d) { d.tracker_name = D::TrackerName::recorded; }
 void flag_reset_on_error(D& d) { d.flag_on_error = D::FlagOnError::unset; }
 // Putting the flag back as it was found needs the error path too: an error leaves Megatron's
 // flag set, and a later forward would otherwise put that leftover back instead of unsetting it.
@@ -145,6 +146,10 @@ const std::vector<Variant>& variants() {
           "puts the is-checkpointing flag back as forward and backward found it (unset when they raise), so a body's ops "
           "after a nested checkpoint still read it set",
           flag_as_found),
+      fix("tracker-name-restored",
+          "records the RNG tracker's current state name in forward and recomputes under it, so a fork of that name "
+          "in the body sees the tracker as forward's did",
+          tracker_name_recorded),
       fix("autocast-restored",
           "records the autocast state (CPU and CUDA) in forward and recomputes under it, as torch.utils.checkpoint does",
           autocast_recorded),
