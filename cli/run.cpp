@@ -346,66 +346,12 @@ int command_run(const Args& args) {
 
   const double total_seconds = elapsed();
   if (track_progress) sample_progress(true);
-  // Each bucket's first case minimized, after the run's own time (a campaign's is not spent on it).
-  int minimized = 0;
-  const double minimize_seconds =
-      minimize_option >= 0 ? static_cast<double>(minimize_option) : std::max(5.0, total_seconds / 10);
-  const auto minimizing_start = Clock::now();
-  const std::string replay_suffix = " --sut " + sut->name() + " --oracle " + oracle->name() + claims_argument(claims) +
-                                    world_size_argument();
-  const auto first_case = [&](const Bucket& b) { return draw_case(gen, b.draw_seed); };
-  if (minimize_seconds > 0 && buckets.size() > 0 && worker_failed.empty() && !runner::interrupted() &&
-      world_size == 1 && !args.flag("no-isolate")) {
-    make_output_folder(out_dir);
-    minimized = minimize_buckets(buckets, {first_case, "recheck run", *oracle, *sut, claims, out_dir, minimize_seconds, replay, replay_suffix});
-  } else {
-    minimize_buckets(buckets, {first_case, "recheck run", *oracle, *sut, claims, out_dir, 0, replay, replay_suffix});
-  }
-  if (previous) buckets.compare_with(*previous);
-  std::cout << "\nrecheck run: " << summary.cases() << " cases in " << std::fixed << std::setprecision(1)
-            << total_seconds << " s (" << std::setprecision(1)
-            << (total_seconds > 0 ? summary.cases() / total_seconds : 0.0) << " cases/s), sut " << sut->name()
-            << ", oracle " << oracle->name() << ", seed " << seed << (runner::interrupted() ? ", interrupted" : "") << "\n\n"
-            << summary.table() << "\n";
-  if (summary.skipped() > 0) {
-    std::cout << "skipped: " << summary.skipped() << " cases too large for the memory (first, " << first_skipped
-              << ")\n";
-  }
-  if (buckets.size() > 0) {
-    std::cout << "\n" << buckets.describe();
-    if (minimized > 0) {
-      std::cout << "(" << minimized << " of them minimized after the run, in " << std::setprecision(1)
-                << std::chrono::duration<double>(Clock::now() - minimizing_start).count() << " s of the "
-                << minimize_seconds << " s allowed: --minimize-seconds)\n";
-    }
-    std::cout << "\n";
-  }
   add_logged(logged, summary.logged());
-  std::cout << logged_summary(logged);
-  if (crashes > 0) {
-    std::cout << "crashes: " << crashes << " cases crashed the worker process";
-    if (pre_existing_crashes > 0) std::cout << ", " << pre_existing_crashes << " of them with the oracle alone too (pre-existing)";
-    std::cout << "\n";
-  }
-  const int64_t new_crashes = crashes - pre_existing_crashes;
-  if (!worker_failed.empty()) {
-    std::cout << "ERROR: " << worker_failed << "\n";
-  }
-  if (summary.alarms() + new_crashes > 0) {
-    std::cout << "FAIL: " << summary.alarms() << " regression or divergent verdicts, " << new_crashes
-              << " crashes the oracle does not make; cases written to " << out_dir << "/\n";
-  } else if (worker_failed.empty()) {  // otherwise the error above is the outcome
-    std::cout << "OK: no regression, no divergence";
-    if (summary.count(Classification::pre_existing) > 0) {
-      std::cout << " (" << summary.count(Classification::pre_existing)
-                << (sut->change_claims() == ChangeClaims::not_applicable
-                        ? " pre-existing findings about " + sut->name() + " itself, which has no change to regress"
-                        : std::string(" pre-existing findings about the oracle too"))
-                << "; examples in " << out_dir << "/)";
-    }
-    std::cout << "\n";
-  }
-  if (args.has("json") || args.has("junit")) {
+  // The reports, written once the cases are checked and again once their buckets are minimized:
+  // a minimization that dies (a crash in the reducer, a kill) leaves the run's report behind.
+  auto write_reports = [&](bool before_minimizing) {
+    if (!args.has("json") && !args.has("junit")) return;
+    if (before_minimizing && args.get("json", "-") == "-") return;  // one report on standard output
     json report = {{"tool", "recheck"},
                    {"command", "run"},
                    {"sut", sut->name()},
@@ -438,7 +384,67 @@ int command_run(const Args& args) {
     if (!logged.empty()) report["logged"] = logged;
     if (args.has("json")) write_json_report(args.get("json", "-"), report);
     if (args.has("junit")) write_file_atomically(args.get("junit", ""), junit_xml(report));
+  };
+  // Each bucket's first case minimized, after the run's own time (a campaign's is not spent on it).
+  int minimized = 0;
+  const double minimize_seconds =
+      minimize_option >= 0 ? static_cast<double>(minimize_option) : std::max(5.0, total_seconds / 10);
+  const auto minimizing_start = Clock::now();
+  const std::string replay_suffix = " --sut " + sut->name() + " --oracle " + oracle->name() + claims_argument(claims) +
+                                    world_size_argument();
+  const auto first_case = [&](const Bucket& b) { return draw_case(gen, b.draw_seed); };
+  if (minimize_seconds > 0 && buckets.size() > 0 && worker_failed.empty() && !runner::interrupted() &&
+      world_size == 1 && !args.flag("no-isolate")) {
+    make_output_folder(out_dir);
+    write_reports(true);
+    minimized = minimize_buckets(buckets, {first_case, "recheck run", *oracle, *sut, claims, out_dir, minimize_seconds, replay, replay_suffix});
+  } else {
+    minimize_buckets(buckets, {first_case, "recheck run", *oracle, *sut, claims, out_dir, 0, replay, replay_suffix});
   }
+  if (previous) buckets.compare_with(*previous);
+  std::cout << "\nrecheck run: " << summary.cases() << " cases in " << std::fixed << std::setprecision(1)
+            << total_seconds << " s (" << std::setprecision(1)
+            << (total_seconds > 0 ? summary.cases() / total_seconds : 0.0) << " cases/s), sut " << sut->name()
+            << ", oracle " << oracle->name() << ", seed " << seed << (runner::interrupted() ? ", interrupted" : "") << "\n\n"
+            << summary.table() << "\n";
+  if (summary.skipped() > 0) {
+    std::cout << "skipped: " << summary.skipped() << " cases too large for the memory (first, " << first_skipped
+              << ")\n";
+  }
+  if (buckets.size() > 0) {
+    std::cout << "\n" << buckets.describe();
+    if (minimized > 0) {
+      std::cout << "(" << minimized << " of them minimized after the run, in " << std::setprecision(1)
+                << std::chrono::duration<double>(Clock::now() - minimizing_start).count() << " s of the "
+                << minimize_seconds << " s allowed: --minimize-seconds)\n";
+    }
+    std::cout << "\n";
+  }
+  std::cout << logged_summary(logged);
+  if (crashes > 0) {
+    std::cout << "crashes: " << crashes << " cases crashed the worker process";
+    if (pre_existing_crashes > 0) std::cout << ", " << pre_existing_crashes << " of them with the oracle alone too (pre-existing)";
+    std::cout << "\n";
+  }
+  const int64_t new_crashes = crashes - pre_existing_crashes;
+  if (!worker_failed.empty()) {
+    std::cout << "ERROR: " << worker_failed << "\n";
+  }
+  if (summary.alarms() + new_crashes > 0) {
+    std::cout << "FAIL: " << summary.alarms() << " regression or divergent verdicts, " << new_crashes
+              << " crashes the oracle does not make; cases written to " << out_dir << "/\n";
+  } else if (worker_failed.empty()) {  // otherwise the error above is the outcome
+    std::cout << "OK: no regression, no divergence";
+    if (summary.count(Classification::pre_existing) > 0) {
+      std::cout << " (" << summary.count(Classification::pre_existing)
+                << (sut->change_claims() == ChangeClaims::not_applicable
+                        ? " pre-existing findings about " + sut->name() + " itself, which has no change to regress"
+                        : std::string(" pre-existing findings about the oracle too"))
+                << "; examples in " << out_dir << "/)";
+    }
+    std::cout << "\n";
+  }
+  write_reports(false);
   if (summary.alarms() + new_crashes > 0) return 1;
   return worker_failed.empty() ? 0 : 2;
 }

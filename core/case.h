@@ -34,7 +34,17 @@ class Box {
   Box(T value) : ptr_(std::make_unique<T>(std::move(value))) {}  // NOLINT: implicit on purpose
   Box(const Box& other) : ptr_(std::make_unique<T>(*other.ptr_)) {}
   Box(Box&&) noexcept = default;
-  Box& operator=(const Box& other) { *ptr_ = *other.ptr_; return *this; }
+  // A Box moved from holds nothing, and std::vector copy-assigns into elements it moved from
+  // (a range inserted in the middle): it takes a copy of its own then.
+  Box& operator=(const Box& other) {
+    if (this == &other) return *this;
+    if (ptr_) {
+      *ptr_ = *other.ptr_;
+    } else {
+      ptr_ = std::make_unique<T>(*other.ptr_);
+    }
+    return *this;
+  }
   Box& operator=(Box&&) noexcept = default;
   T& operator*() { return *ptr_; }
   const T& operator*() const { return *ptr_; }

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -228,6 +229,36 @@ TEST(Reduce, inlining_a_checkpoint_keeps_the_values_that_follow_it) {
   ASSERT_EQ(flat.root.ops.size(), 2u) << show(flat);
   EXPECT_TRUE(std::holds_alternative<Unary>(flat.root.ops[0])) << show(flat);
   EXPECT_EQ(flat.root.outputs, std::vector<int>{2});
+}
+
+// Inlining a checkpoint whose body is one checkpoint, with two more after it: the segment's ops
+// lose one and get one back in the middle, within its capacity, so std::vector moves the ops
+// after it along and copy-assigns the new one into the checkpoint it moved from. A Box moved
+// from held nothing and the copy wrote through null: the minimization after a million-case run
+// died there (SIGSEGV), with the run's report unwritten.
+TEST(Reduce, inlining_a_checkpoint_into_one_moved_along_copies_it_whole) {
+  Case c;
+  c.leaves.push_back(Leaf{{2, 2}, std::nullopt, true, Fill::randn});
+  Checkpoint inner;
+  inner.args = {Ref{0}};
+  inner.body->ops.push_back(Unary{Unary::Fn::tanh, 0});
+  inner.body->outputs = {1};
+  Checkpoint outer;
+  outer.args = {Ref{0}};
+  outer.body->ops = {inner};
+  outer.body->outputs = {1};
+  c.root.ops = {outer, inner, inner};
+  c.root.outputs = {3};
+  validate(c);
+  const Case flat = reduce_case(c, [&](const Case& candidate) {
+    // Keep the candidate with the outer checkpoint inlined: three checkpoints of one op each.
+    return candidate.root.ops.size() == 3 && std::all_of(candidate.root.ops.begin(), candidate.root.ops.end(), [](const Op& op) {
+             return std::holds_alternative<Checkpoint>(op) && std::get<Checkpoint>(op).body->ops.size() == 1;
+           });
+  });
+  ASSERT_EQ(flat.root.ops.size(), 3u) << show(flat);
+  for (const Op& op : flat.root.ops) EXPECT_EQ(std::get<Checkpoint>(op).body->ops.size(), 1u) << show(flat);
+  validate(flat);
 }
 
 // Ctrl-C during `recheck minimize` asks the reducer to stop: it must end at once with the case
