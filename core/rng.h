@@ -67,7 +67,7 @@ class CudaRNGStatesTracker {
   StateMapPtr live_states_ptr() const { return states_; }
   const std::string& current_state_name() const { return current_state_name_; }
   // Not Megatron's: what a fix of CheckpointFunction needs to recompute under the name forward
-  // ran under (tracker-name-restored).
+  // ran under (the fix of docs/known-causes.md#tracker-name-not-restored, not a variant yet).
   void set_current_state_name(const std::string& name) { current_state_name_ = name; }
 
  private:

@@ -34,7 +34,11 @@ D change_with(std::initializer_list<Decision> taken) {
 
 // The fixes of the released function, as decisions, for the fixes and the mistakes made in them.
 void autocast_recorded(D& d) { d.autocast = D::Autocast::recorded_per_call; }
-void tracker_name_recorded(D& d) { d.tracker_name = D::TrackerName::recorded; }
+// Not a variant yet: the change plus this fix raised 45 alarms in 100,000 cases (seed 600769124):
+// memory-floor (the recomputation's nested fork now stores the live device state in the tracker,
+// as forward's did: a state more at the peak) and grads-match-eager divergent (the fix removes
+// one of two causes the oracle fails by). docs/known-causes.md#tracker-name-not-restored.
+[[maybe_unused]] void tracker_name_recorded(D& d) { d.tracker_name = D::TrackerName::recorded; }
 void flag_reset_on_error(D& d) { d.flag_on_error = D::FlagOnError::unset; }
 // Putting the flag back as it was found needs the error path too: an error leaves Megatron's
 // flag set, and a later forward would otherwise put that leftover back instead of unsetting it.
@@ -146,10 +150,6 @@ const std::vector<Variant>& variants() {
           "puts the is-checkpointing flag back as forward and backward found it (unset when they raise), so a body's ops "
           "after a nested checkpoint still read it set",
           flag_as_found),
-      fix("tracker-name-restored",
-          "records the RNG tracker's current state name in forward and recomputes under it, so a fork of that name "
-          "in the body sees the tracker as forward's did",
-          tracker_name_recorded),
       fix("autocast-restored",
           "records the autocast state (CPU and CUDA) in forward and recomputes under it, as torch.utils.checkpoint does",
           autocast_recorded),

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -12,7 +11,6 @@
 #include "properties/report.h"
 #include "suts/checkpoint.h"
 #include "suts/subject.h"
-#include "tests/paths.h"
 
 namespace recheck {
 namespace {
@@ -97,24 +95,7 @@ TEST_P(FixTest, gives_clearing_s_verdicts_or_fixed_on_every_hunt_case) {
                                                           << kFirstSeed + i;
     }
   }
-  // A fix of a rare cause (the tracker's state name: about one case in a thousand) may fix
-  // nothing among the hunt cases; the corpus cases that record it as fixed must then show it.
-  if (fixed == 0) {
-    const std::string folder = std::string(test_paths::source_dir()) + "/corpus/regressions";
-    for (const auto& entry : std::filesystem::directory_iterator(folder)) {
-      const Case c = load_case_file(entry.path().string());
-      for (const Expectation& e : c.expect) {
-        if (e.sut != GetParam() || e.classification != "fixed") continue;
-        const CaseResult got = check_case(c, *oracle, *fix);
-        EXPECT_FALSE(got.has_alarm()) << entry.path() << "\n" << describe_results(got.results);
-        for (const PropertyResult& r : got.results) {
-          fixed += r.property == e.property && r.classification == Classification::fixed;
-        }
-      }
-    }
-  }
-  EXPECT_GT(fixed, 0) << GetParam() << " fixed nothing in " << kBudget
-                      << " hunt cases, nor in a corpus case that records it as fixed";
+  EXPECT_GT(fixed, 0) << GetParam() << " fixed nothing in " << kBudget << " hunt cases";
 }
 
 // A mutant is a base a pull request can fix: with the mutant as the base and the variant it was
