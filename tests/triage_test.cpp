@@ -293,12 +293,14 @@ TEST(Triage, triage_buckets_cases_and_crash_files_merges_reports_and_lists_what_
   EXPECT_EQ(merged.exit_code, 1) << merged.output;
   std::map<std::string, int64_t> expected;
   for (const std::string report : {"/report1.json", "/report2.json"}) {
-    for (const json& b : read_json(dir + report).at("buckets")) expected[b.at("signature")] += b.at("count").get<int64_t>();
+    const json one = read_json(dir + report);  // named: a range over a temporary's member outlives it
+    for (const json& b : one.at("buckets")) expected[b.at("signature")] += b.at("count").get<int64_t>();
   }
   std::map<std::string, int64_t> got;
-  for (const json& b : read_json(dir + "/m.json").at("buckets")) got[b.at("signature")] = b.at("count").get<int64_t>();
+  const json m = read_json(dir + "/m.json");
+  for (const json& b : m.at("buckets")) got[b.at("signature")] = b.at("count").get<int64_t>();
   EXPECT_EQ(got, expected);
-  EXPECT_EQ(read_json(dir + "/m.json").at("reports"), 2);
+  EXPECT_EQ(m.at("reports"), 2);
 }
 
 TEST(Triage, triage_refuses_a_path_that_is_not_there_or_a_folder_with_nothing_to_triage_in_one_line) {
