@@ -13,6 +13,7 @@
 
 #include "core/case.h"
 #include "core/op_trace.h"
+#include "oracles/eager.h"
 #include "properties/buckets.h"
 #include "properties/causes.h"
 #include "properties/generator.h"
@@ -120,6 +121,31 @@ TEST(Triage, signatures_tell_causes_apart_and_not_cases) {
     }
   }
   EXPECT_GT(seen, 10);
+}
+
+// The oracle runs without a trace and again with one where a verdict reads it (the sut holds,
+// the oracle fails): a fix's findings are located as a check that traced every run locates them.
+TEST(Triage, a_fix_s_findings_are_located_from_the_oracle_s_trace_recorded_again) {
+  auto oracle = make_checkpoint("skip-forward-rng");
+  auto sut = make_checkpoint("clearing");
+  EagerExecution eager;
+  int located = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    const Case c = draw_case(GenOptions{}, seed);
+    const CaseResult result = check_case(c, *oracle, *sut);
+    RunOptions traced;
+    traced.trace_index = std::make_shared<const TraceIndex>(c);
+    const Observations eager_observed = run_case(c, eager, traced);
+    const Observations oracle_observed = run_case(c, *oracle, traced);
+    const Observations sut_observed = run_case(c, *sut, traced);
+    ASSERT_FALSE(oracle_observed.trace.empty());
+    for (const PropertyResult& r : result.results) {
+      if (r.classification == Classification::pass) continue;
+      EXPECT_EQ(r.cause, cause_signature(r, c, &eager_observed, oracle_observed, sut_observed)) << "draw seed " << seed;
+      if (r.sut.holds && r.cause.find(" @ a recomputation parts from its forward at ") != std::string::npos) ++located;
+    }
+  }
+  EXPECT_GT(located, 0);
 }
 
 TEST(Triage, buckets_count_merge_compare_and_read_back) {
