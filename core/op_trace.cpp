@@ -1,11 +1,10 @@
 #include "core/op_trace.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <vector>
 #include <unordered_map>
-
-
 
 namespace recheck {
 
@@ -135,12 +134,8 @@ uint64_t shape_of(const at::Tensor& t) {
   return h;
 }
 
-// One value's print: its kind, or a tensor's dtype, shape and bytes.
-uint64_t print_value(const Value& value) {
-  if (!is_tensor(value)) return mix(0, value.index() + 1);
-  const at::Tensor& t = as_tensor(value);
-  if (!t.defined()) return mix(0, 0x5eed);
-  const uint64_t h = shape_of(t);
+// A defined tensor's print, `h` its shape_of: its dtype, shape and bytes.
+uint64_t print_tensor(const at::Tensor& t, uint64_t h) {
   // A discarded output (no storage) is told by its empty bytes.
   if (t.numel() == 0 || !t.has_storage() || t.storage().nbytes() == 0) return h;
   if (t.is_contiguous()) {
@@ -152,6 +147,14 @@ uint64_t print_value(const Value& value) {
   gathered.resize(static_cast<size_t>(t.numel() * t.element_size()));
   gather(t, gathered.data());
   return mix(h, hash_bytes(gathered.data(), gathered.size()));
+}
+
+// One value's print: its kind, or a tensor's dtype, shape and bytes.
+uint64_t print_value(const Value& value) {
+  if (!is_tensor(value)) return mix(0, value.index() + 1);
+  const at::Tensor& t = as_tensor(value);
+  if (!t.defined()) return mix(0, 0x5eed);
+  return print_tensor(t, shape_of(t));
 }
 
 bool on_cpu(const Value& value) { return !is_tensor(value) || !as_tensor(value).defined() || as_tensor(value).device().is_cpu(); }
@@ -174,13 +177,14 @@ uint64_t fingerprint(const std::vector<Value>& values) {
 uint64_t ValuePrints::add(uint64_t h, size_t index, const Value& value) {
   if (!is_tensor(value) || !as_tensor(value).defined() || as_tensor(value).is_inference()) return mix(h, print_value(value));
   const at::Tensor& t = as_tensor(value);
-  if (entries_.size() <= index) entries_.resize(index + 1);
+  if (entries_.size() <= index) entries_.resize(std::max(index + 1, 2 * entries_.size()));
   Entry& entry = entries_[index];
   const void* data = data_of(t);
   const int64_t version = t._version();
-  const uint64_t shape = mix(shape_of(t), static_cast<uint64_t>(t.storage_offset()));
+  const uint64_t dtype_and_shape = shape_of(t);
+  const uint64_t shape = mix(dtype_and_shape, static_cast<uint64_t>(t.storage_offset()));
   if (entry.impl != t.unsafeGetTensorImpl() || entry.data != data || entry.version != version || entry.shape != shape) {
-    entry = {t.unsafeGetTensorImpl(), data, version, shape, print_value(value)};
+    entry = {t.unsafeGetTensorImpl(), data, version, shape, print_tensor(t, dtype_and_shape)};
   }
   return mix(h, entry.print);
 }
@@ -215,8 +219,10 @@ uint64_t ValuePrints::of_outputs(const std::vector<Value>& outputs, const std::v
 
 TraceIndex::TraceIndex(const Case& c) : numbers(op_numbers(c)) {
   refs.resize(numbers.size());
+  may_write.resize(numbers.size());
   for (const auto& [op, number] : numbers) {
     refs[number] = op_inputs(*op);
+    may_write[number] = std::holds_alternative<InPlace>(*op) || std::holds_alternative<Discard>(*op) || op_body(*op) != nullptr;
     if (const auto* checkpoint = std::get_if<Checkpoint>(op)) checkpoints[checkpoint] = number;
   }
 }
@@ -250,7 +256,8 @@ size_t TraceRecorder::op_began(const Op& op, ValuePrints& prints, const std::vec
 
 void TraceRecorder::op_returned(size_t at, ValuePrints& prints, const std::vector<Value>& values, size_t first_output) {
   if (at == kOff) return;
-  returned(at, prints.of_from(values, first_output), prints.of(values, index_->refs[trace_[at].op]));
+  const int n = trace_[at].op;
+  returned(at, prints.of_from(values, first_output), index_->may_write[n] ? prints.of(values, index_->refs[n]) : trace_[at].inputs);
 }
 
 size_t TraceRecorder::body_began(const Checkpoint& checkpoint, ValuePrints& prints, const std::vector<Value>& inputs,

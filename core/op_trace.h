@@ -81,6 +81,10 @@ struct TraceIndex {
   std::unordered_map<const Op*, int> numbers;
   std::unordered_map<const Checkpoint*, int> checkpoints;
   std::vector<std::vector<int>> refs;  // each op's inputs (op_inputs), by number
+  // Whether an op may change what it read: an in-place op, a Discard, a construct (its body, the
+  // checkpoint function around it). Any other op is a pure function of its inputs, whose prints
+  // after it returns are those it began with, not read again.
+  std::vector<bool> may_write;
 };
 
 // Records a run's trace as its interpreter reports each op execution; records nothing when

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <map>
 #include <set>
 #include <tuple>
 
@@ -78,14 +77,36 @@ struct Parting {
 
 using ExecutionKey = std::tuple<int, int, bool, int>;  // iteration, op, body, occurrence
 
-std::map<ExecutionKey, const OpExecution*> executions(const Observations& run, bool recomputation) {
-  std::map<ExecutionKey, const OpExecution*> found;
-  std::map<std::tuple<int, int, bool>, int> seen;
+struct Keyed {
+  ExecutionKey key;
+  const OpExecution* execution;
+};
+
+// A run's forward executions (or its recomputations), each keyed by its iteration, op, whether
+// it is a body call, and which occurrence of those it is; sorted by key.
+std::vector<Keyed> executions(const Observations& run, bool recomputation) {
+  std::vector<Keyed> found;
+  found.reserve(run.trace.size());
   for (const OpExecution& e : run.trace) {
-    if (e.recomputation != recomputation) continue;
-    found[{e.iteration, e.op, e.body, seen[{e.iteration, e.op, e.body}]++}] = &e;
+    if (e.recomputation == recomputation) found.push_back({{e.iteration, e.op, e.body, 0}, &e});
+  }
+  const auto without_occurrence = [](const Keyed& k) {
+    return std::make_tuple(std::get<0>(k.key), std::get<1>(k.key), std::get<2>(k.key));
+  };
+  std::stable_sort(found.begin(), found.end(),
+                   [&](const Keyed& a, const Keyed& b) { return without_occurrence(a) < without_occurrence(b); });
+  for (size_t i = 1; i < found.size(); ++i) {
+    if (without_occurrence(found[i]) == without_occurrence(found[i - 1])) {
+      std::get<3>(found[i].key) = std::get<3>(found[i - 1].key) + 1;
+    }
   }
   return found;
+}
+
+const OpExecution* counterpart(const std::vector<Keyed>& counterparts, const ExecutionKey& key) {
+  const auto at = std::lower_bound(counterparts.begin(), counterparts.end(), key,
+                                   [](const Keyed& k, const ExecutionKey& wanted) { return k.key < wanted; });
+  return at != counterparts.end() && at->key == key ? at->execution : nullptr;
 }
 
 // The first moment at which an execution of `run` (its forward ones, or its recomputations)
@@ -93,8 +114,7 @@ std::map<ExecutionKey, const OpExecution*> executions(const Observations& run, b
 // then what it left of what it read). Moments run in one count, so an op's body is searched
 // before the op's return is.
 std::optional<Parting> first_parting(const Observations& run, bool recomputation,
-                                     const std::map<ExecutionKey, const OpExecution*>& counterparts,
-                                     bool against_first_occurrence) {
+                                     const std::vector<Keyed>& counterparts, bool against_first_occurrence) {
   struct Moment {
     int64_t at;
     const OpExecution* e;
@@ -102,14 +122,14 @@ std::optional<Parting> first_parting(const Observations& run, bool recomputation
     bool start;
   };
   std::vector<Moment> moments;
-  std::map<std::tuple<int, int, bool>, int> seen;
-  for (const OpExecution& e : run.trace) {
-    if (e.recomputation != recomputation) continue;
-    const int occurrence = seen[{e.iteration, e.op, e.body}]++;
-    const auto other = counterparts.find({e.iteration, e.op, e.body, against_first_occurrence ? 0 : occurrence});
-    if (other == counterparts.end()) continue;
-    moments.push_back({e.started, &e, other->second, true});
-    if (e.ended >= 0 && other->second->ended >= 0) moments.push_back({e.ended, &e, other->second, false});
+  for (const Keyed& mine : executions(run, recomputation)) {
+    ExecutionKey key = mine.key;
+    if (against_first_occurrence) std::get<3>(key) = 0;
+    const OpExecution* other = counterpart(counterparts, key);
+    if (other == nullptr) continue;
+    const OpExecution* e = mine.execution;
+    moments.push_back({e->started, e, other, true});
+    if (e->ended >= 0 && other->ended >= 0) moments.push_back({e->ended, e, other, false});
   }
   std::sort(moments.begin(), moments.end(), [](const Moment& a, const Moment& b) { return a.at < b.at; });
   for (const Moment& m : moments) {
@@ -237,10 +257,11 @@ std::string flag_reading(const Verdict& v, const std::vector<OpSite>& sites) {
   if (const size_t found = text.find(before); found != std::string::npos) {
     reading = std::strtoul(text.c_str() + found + before.size(), nullptr, 10);
   }
+  const auto is_checkpoint = [](const Op& op) { return std::holds_alternative<Checkpoint>(op); };
   for (size_t i = 0; i < reading && i < body->ops.size(); ++i) {
-    Segment one;
-    one.ops.push_back(body->ops[i]);
-    if (any_op(one, [](const Op& op) { return std::holds_alternative<Checkpoint>(op); })) {
+    const Op& op = body->ops[i];
+    const Segment* inner = op_body(op);
+    if (is_checkpoint(op) || (inner != nullptr && any_op(*inner, is_checkpoint))) {
       return "a checkpoint ran in the body before the reading";
     }
   }
@@ -397,9 +418,14 @@ std::string CauseSignatures::of(const PropertyResult& result) {
   const bool sut_fails = !result.sut.holds;
   const Verdict& failing = sut_fails ? result.sut : result.oracle;
   const Observations& run = sut_fails ? sut : oracle;
-  std::string shown = evidence(failing);
-  std::string oracle_shown = sut_fails && !result.oracle.holds ? evidence(result.oracle) : shown;
+  std::string shown;
+  std::string oracle_shown;
+  const auto show_evidence = [&] {
+    shown = evidence(failing);
+    oracle_shown = sut_fails && !result.oracle.holds ? evidence(result.oracle) : shown;
+  };
   std::string location;
+  if (result.property != "flag-in-body" || failing.about_the_error || (failing.after_error && run.error)) show_evidence();
   if (failing.about_the_error || result.property == "errors-match") {
     // An error: where the run first parted from eager mode before it, or else the op that raised
     // it, with its message. Errors one parting leads to are one cause, whichever op then raised.

@@ -123,6 +123,29 @@ TEST(Triage, signatures_tell_causes_apart_and_not_cases) {
   EXPECT_GT(seen, 10);
 }
 
+// An op's prints as it returned: an in-place op's show what it changed; a pure op's are those it
+// began with, not read again.
+TEST(Triage, the_trace_sees_an_in_place_op_change_what_it_read) {
+  const Case c = case_from_json(json::parse(R"({"format": "recheck-case", "version": 1, "seed": 1, "device": "cpu", "dtype": "float32",
+    "iterations": 1, "leaves": [{"fill": "randn", "requires_grad": true, "shape": [3, 2]}],
+    "root": {"ops": [{"op": "unary", "fn": "tanh", "x": 0}, {"op": "inplace", "fn": "mul", "scalar": 0.5, "x": 1},
+                     {"op": "unary", "fn": "tanh", "x": 2}], "outputs": [3]}})"));
+  EagerExecution eager;
+  RunOptions traced;
+  traced.trace_index = std::make_shared<const TraceIndex>(c);
+  const Observations observed = run_case(c, eager, traced);
+  ASSERT_EQ(observed.trace.size(), 3u);
+  for (const OpExecution& e : observed.trace) {
+    if (e.op == 1) {
+      EXPECT_NE(e.inputs_after, e.inputs) << "the in-place op";
+    } else {
+      EXPECT_EQ(e.inputs_after, e.inputs) << "op " << e.op;
+    }
+  }
+  // The op after it reads the value as the in-place op left it.
+  EXPECT_EQ(observed.trace[2].inputs, observed.trace[1].inputs_after);
+}
+
 // The oracle runs without a trace and again with one where a verdict reads it (the sut holds,
 // the oracle fails): a fix's findings are located as a check that traced every run locates them.
 TEST(Triage, a_fix_s_findings_are_located_from_the_oracle_s_trace_recorded_again) {
