@@ -66,9 +66,6 @@ class CudaRNGStatesTracker {
   // The live map itself, not a copy: only the tracker-by-reference mutant wants this.
   StateMapPtr live_states_ptr() const { return states_; }
   const std::string& current_state_name() const { return current_state_name_; }
-  // Not Megatron's: what a fix of CheckpointFunction needs to recompute under the name forward
-  // ran under (the fix of docs/known-causes.md#tracker-name-not-restored, not a variant yet).
-  void set_current_state_name(const std::string& name) { current_state_name_ = name; }
 
  private:
   bool is_initialized_ = false;

@@ -31,7 +31,6 @@ struct CheckpointCall : torch::CustomClassHolder {
   Values args;
   rng::AllStates rng_states;
   compat::AutocastStates autocast;  // where the autocast state is recorded: the state forward ran in
-  std::string tracker_name;         // where the tracker's current state name is recorded
   std::vector<int64_t> input_0_shape;
   // The forward outputs with their tensors left out: C++ Functions return tensors only, so the
   // non-tensor outputs travel beside them and are merged back in order.
@@ -216,20 +215,6 @@ struct FlagResetOnError {
   }
 };
 
-// Sets the RNG tracker's current state name, and puts the one it found back when it goes.
-class TrackerNameGuard {
- public:
-  explicit TrackerNameGuard(const std::string& name) : found_(rng::get_cuda_rng_tracker().current_state_name()) {
-    rng::get_cuda_rng_tracker().set_current_state_name(name);
-  }
-  ~TrackerNameGuard() { rng::get_cuda_rng_tracker().set_current_state_name(found_); }
-  TrackerNameGuard(const TrackerNameGuard&) = delete;
-  TrackerNameGuard& operator=(const TrackerNameGuard&) = delete;
-
- private:
-  std::string found_;
-};
-
 struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
   static variable_list forward(AutogradContext* ctx, c10::intrusive_ptr<CheckpointCall> call,
                                at::TensorList tensor_args) {
@@ -244,9 +229,6 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     using Autocast = CheckpointDecisions::Autocast;
     if (decisions.autocast != Autocast::not_recorded) call->autocast = compat::autocast_states();
     if (decisions.autocast == Autocast::recorded_on_the_function) last_recorded_autocast() = call->autocast;
-    if (decisions.tracker_name == CheckpointDecisions::TrackerName::recorded) {
-      call->tracker_name = rng::get_cuda_rng_tracker().current_state_name();
-    }
     switch (decisions.rng_saved) {
       case CheckpointDecisions::RngSaved::copies: break;
       case CheckpointDecisions::RngSaved::tracker_by_reference:
@@ -395,9 +377,6 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
         if (decisions.recompute_from == Decisions::RecomputeFrom::forward_states) {
           set_rng_states(call->rng_states, decisions.rng_set);
         }
-        // The fix: the tracker's current state name forward ran under, backward's put back after.
-        std::optional<TrackerNameGuard> tracker_name;
-        if (decisions.tracker_name == Decisions::TrackerName::recorded) tracker_name.emplace(call->tracker_name);
         detached_inputs = detach_variable(inputs, decisions.detached_requires_grad);
         at::AutoGradMode enable_grad(decisions.recompute_grad_mode == Decisions::RecomputeGradMode::enabled);
         // The fix: the recomputation under the autocast state forward ran in, put back after. A

@@ -59,11 +59,6 @@ struct CheckpointDecisions {
   // the mistakes in that fix keep it on the function, or lose its dtype.
   enum class Autocast { not_recorded, recorded_per_call, recorded_on_the_function, recorded_without_dtype }
       autocast = Autocast::not_recorded;
-  // The RNG tracker's current state name. Megatron records the tracker's states, not the name:
-  // the recomputation runs under 'default-rng' where forward ran inside a fork, so a fork of the
-  // same name in the body starts from the tracker's stale copy, or leaves the device generator
-  // otherwise. A fix records it and recomputes under it.
-  enum class TrackerName { not_recorded, recorded } tracker_name = TrackerName::not_recorded;
 
   // Backward, in Megatron's order.
   enum class ArgsOrder { as_given, tensors_first } args_order = ArgsOrder::as_given;

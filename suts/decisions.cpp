@@ -45,7 +45,6 @@ const DecisionRow kDecisions[] = {
     {"autocast", [](const D& d) {
        return name_of(d.autocast, {"not_recorded", "recorded_per_call", "recorded_on_the_function", "recorded_without_dtype"});
      }},
-    {"tracker_name", [](const D& d) { return name_of(d.tracker_name, {"not_recorded", "recorded"}); }},
     {"args_order", [](const D& d) { return name_of(d.args_order, {"as_given", "tensors_first"}); }},
     {"distributed_input", [](const D& d) { return name_of(d.distributed_input, {"gathered", "left_split"}); }},
     {"rng_set", [](const D& d) { return name_of(d.rng_set, {"all", "cpu_only", "device_only", "all_in_reverse_order"}); }},

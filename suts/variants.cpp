@@ -34,11 +34,6 @@ D change_with(std::initializer_list<Decision> taken) {
 
 // The fixes of the released function, as decisions, for the fixes and the mistakes made in them.
 void autocast_recorded(D& d) { d.autocast = D::Autocast::recorded_per_call; }
-// Not a variant yet: the change plus this fix raised 45 alarms in 100,000 cases (seed 600769124):
-// memory-floor (the recomputation's nested fork now stores the live device state in the tracker,
-// as forward's did: a state more at the peak) and grads-match-eager divergent (the fix removes
-// one of two causes the oracle fails by). docs/known-causes.md#tracker-name-not-restored.
-[[maybe_unused]] void tracker_name_recorded(D& d) { d.tracker_name = D::TrackerName::recorded; }
 void flag_reset_on_error(D& d) { d.flag_on_error = D::FlagOnError::unset; }
 // Putting the flag back as it was found needs the error path too: an error leaves Megatron's
 // flag set, and a later forward would otherwise put that leftover back instead of unsetting it.
