@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <cstdlib>
 #include <set>
 #include <tuple>
@@ -114,7 +115,8 @@ const OpExecution* counterpart(const std::vector<Keyed>& counterparts, const Exe
 // then what it left of what it read). Moments run in one count, so an op's body is searched
 // before the op's return is.
 std::optional<Parting> first_parting(const Observations& run, bool recomputation,
-                                     const std::vector<Keyed>& counterparts, bool against_first_occurrence) {
+                                     const std::vector<Keyed>& counterparts, bool against_first_occurrence,
+                                     int last_iteration) {
   struct Moment {
     int64_t at;
     const OpExecution* e;
@@ -123,6 +125,7 @@ std::optional<Parting> first_parting(const Observations& run, bool recomputation
   };
   std::vector<Moment> moments;
   for (const Keyed& mine : executions(run, recomputation)) {
+    if (std::get<0>(mine.key) > last_iteration) continue;
     ExecutionKey key = mine.key;
     if (against_first_occurrence) std::get<3>(key) = 0;
     const OpExecution* other = counterpart(counterparts, key);
@@ -143,12 +146,30 @@ std::optional<Parting> first_parting(const Observations& run, bool recomputation
   return std::nullopt;
 }
 
-std::optional<Parting> forward_parting(const Observations& run, const Observations& eager) {
-  return first_parting(run, false, executions(eager, false), false);
+// The first iteration in which a run and eager mode raise differently (one raises and the other
+// does not, or they raise other errors), or -1. What the run does in later iterations follows
+// from that error (a step that did not run, a buffer left half-updated), so a parting there is
+// not a cause of its own.
+int errors_part_at(const Observations& run, const Observations& eager) {
+  const size_t common = std::min(run.iterations.size(), eager.iterations.size());
+  for (size_t i = 0; i < common; ++i) {
+    const std::optional<ErrorRecord>& mine = run.iterations[i].error;
+    const std::optional<ErrorRecord>& theirs = eager.iterations[i].error;
+    if (mine.has_value() != theirs.has_value() || (mine && !(mine->error == theirs->error))) return static_cast<int>(i);
+  }
+  return -1;
 }
 
-std::optional<Parting> recomputation_parting(const Observations& run) {
-  return first_parting(run, true, executions(run, false), true);
+// Searches reach up to iteration `last_iteration`: a verdict about iteration i has its cause in
+// iterations 0..i.
+std::optional<Parting> forward_parting(const Observations& run, const Observations& eager, int last_iteration) {
+  const int parted = errors_part_at(run, eager);
+  if (parted >= 0) last_iteration = std::min(last_iteration, parted);
+  return first_parting(run, false, executions(eager, false), false, last_iteration);
+}
+
+std::optional<Parting> recomputation_parting(const Observations& run, int last_iteration) {
+  return first_parting(run, true, executions(run, false), true, last_iteration);
 }
 
 std::string describe_parting(const Parting& parting, const std::vector<OpSite>& sites) {
@@ -171,15 +192,18 @@ std::string describe_parting(const Parting& parting, const std::vector<OpSite>& 
   return parting.what == Parting::What::made ? "what " + op + " made" : op + " changed what it read";
 }
 
-// Where a run first parts from eager mode (in forward) or from its own forward (in a
-// recomputation); "" when it does not, or when no trace was recorded.
+// Where a run first parts from eager mode (in forward, before the iteration where their errors
+// part, if they do) or from its own forward (in a recomputation), in iterations up to
+// `last_iteration`; "" when it does not, or when no trace was recorded.
 std::string first_difference(const Observations& run, const Observations* eager, const std::vector<OpSite>& sites,
-                             bool recomputation_only) {
+                             bool recomputation_only, int last_iteration) {
   if (run.trace.empty()) return "";
   if (!recomputation_only && eager != nullptr && !eager->trace.empty()) {
-    if (const auto parting = forward_parting(run, *eager)) return "forward parts from eager's at " + describe_parting(*parting, sites);
+    if (const auto parting = forward_parting(run, *eager, last_iteration)) {
+      return "forward parts from eager's at " + describe_parting(*parting, sites);
+    }
   }
-  if (const auto parting = recomputation_parting(run)) {
+  if (const auto parting = recomputation_parting(run, last_iteration)) {
     return "a recomputation parts from its forward at " + describe_parting(*parting, sites);
   }
   return "";
@@ -295,6 +319,17 @@ std::string tracker_states_as_one(const std::string& text) {
   return out + text.substr(from);
 }
 
+// A value verdict about an iteration after the one where the run's and eager mode's errors part:
+// that error, the run's or else eager mode's ("" if there is none).
+std::string after_an_earlier_error(const Verdict& failing, const Observations& run, const Observations& eager,
+                                   const std::vector<OpSite>& sites) {
+  const int parted = errors_part_at(run, eager);
+  if (parted < 0 || failing.iteration <= parted) return "";
+  const std::optional<ErrorRecord>& own = run.iterations[parted].error;
+  const ErrorRecord& error = own ? *own : *eager.iterations[parted].error;
+  return std::string("after an earlier iteration's error ") + (own ? "" : "eager ") + raised_by(error, sites);
+}
+
 }  // namespace
 
 std::string abstract_text(const std::string& raw) {
@@ -406,7 +441,7 @@ const std::string& CauseSignatures::difference(const Observations& run, bool rec
   const auto key = std::make_pair(&run, recomputation_only);
   auto found = differences_.find(key);
   if (found == differences_.end()) {
-    found = differences_.emplace(key, first_difference(run, eager_, sites(), recomputation_only)).first;
+    found = differences_.emplace(key, first_difference(run, eager_, sites(), recomputation_only, INT_MAX)).first;
   }
   return found->second;
 }
@@ -424,6 +459,16 @@ std::string CauseSignatures::of(const PropertyResult& result) {
     shown = evidence(failing);
     oracle_shown = sut_fails && !result.oracle.holds ? evidence(result.oracle) : shown;
   };
+  // Where the run first parts, up to the verdict's iteration. Where that is the run's last (as it
+  // is but for cases that go on after errors), every iteration is searched, and the answer is
+  // kept for the case's other verdicts.
+  const auto parting = [&](bool recomputation_only) {
+    const int last = failing.iteration;
+    if (last >= 0 && static_cast<size_t>(last) + 1 < run.iterations.size()) {
+      return first_difference(run, eager, sites(), recomputation_only, last);
+    }
+    return difference(run, recomputation_only);
+  };
   std::string location;
   if (result.property != "flag-in-body" || failing.about_the_error || (failing.after_error && run.error)) show_evidence();
   if (failing.about_the_error || result.property == "errors-match") {
@@ -433,7 +478,7 @@ std::string CauseSignatures::of(const PropertyResult& result) {
     const size_t from = failing.iteration < 0 ? 0 : static_cast<size_t>(failing.iteration);
     const std::optional<ErrorRecord> own = first_error_from(run, from);
     const std::optional<ErrorRecord> error = own ? own : (eager ? first_error_from(*eager, from) : std::nullopt);
-    location = difference(run, false);
+    location = parting(false);
     if (!location.empty() && failing.where == "error") {
       // What the error was is then the parting's symptom: which op met the wrong value first.
       shown = error_outcome(failing, run, eager);
@@ -451,7 +496,11 @@ std::string CauseSignatures::of(const PropertyResult& result) {
     oracle_shown = result.oracle.holds || !sut_fails ? shown : flag_evidence(result.oracle);
     location = flag_reading(failing, sites());
   } else if (about_values(result.property)) {
-    location = difference(run, result.property == "recompute-fidelity");
+    const bool against_its_forward = result.property == "recompute-fidelity";
+    location = parting(against_its_forward);
+    if (location.empty() && !against_its_forward && eager != nullptr) {
+      location = after_an_earlier_error(failing, run, *eager, sites());
+    }
     if (!location.empty()) {
       // How the value differs (its shape, its elements) is then the parting's symptom.
       shown = evidence(failing, /*with_difference=*/false);

@@ -123,6 +123,19 @@ TEST(Triage, signatures_tell_causes_apart_and_not_cases) {
   EXPECT_GT(seen, 10);
 }
 
+// A verdict about iteration i is located in iterations 0..i, and the forward search stops at
+// the iteration where the run's and eager mode's errors part: what comes after follows from it.
+TEST(Triage, a_verdict_is_located_in_its_own_iteration_or_where_the_errors_part) {
+  const std::string raised = cause_of("error-located-in-the-iteration-that-raised-it.json", "errors-match");
+  EXPECT_EQ(raised,
+            "errors-match pre-existing: error: AttributeError in iteration # forward: '<non-tensor>' object has no "
+            "attribute 'data' | eager: no error @ raised by checkpoint (distribute) in forward");
+  const std::string updated_twice = cause_of("buffer-updated-twice-located-in-its-own-iteration.json", "no-side-effects");
+  EXPECT_EQ(updated_twice,
+            "no-side-effects pre-existing: iteration #, leaf v# data @ a recomputation parts from its forward at the "
+            "arguments a checkpoint's body got");
+}
+
 // An op's prints as it returned: an in-place op's show what it changed; a pure op's are those it
 // began with, not read again.
 TEST(Triage, the_trace_sees_an_in_place_op_change_what_it_read) {
