@@ -319,17 +319,6 @@ std::string tracker_states_as_one(const std::string& text) {
   return out + text.substr(from);
 }
 
-// A value verdict about an iteration after the one where the run's and eager mode's errors part:
-// that error, the run's or else eager mode's ("" if there is none).
-std::string after_an_earlier_error(const Verdict& failing, const Observations& run, const Observations& eager,
-                                   const std::vector<OpSite>& sites) {
-  const int parted = errors_part_at(run, eager);
-  if (parted < 0 || failing.iteration <= parted) return "";
-  const std::optional<ErrorRecord>& own = run.iterations[parted].error;
-  const ErrorRecord& error = own ? *own : *eager.iterations[parted].error;
-  return std::string("after an earlier iteration's error ") + (own ? "" : "eager ") + raised_by(error, sites);
-}
-
 }  // namespace
 
 std::string abstract_text(const std::string& raw) {
@@ -496,11 +485,7 @@ std::string CauseSignatures::of(const PropertyResult& result) {
     oracle_shown = result.oracle.holds || !sut_fails ? shown : flag_evidence(result.oracle);
     location = flag_reading(failing, sites());
   } else if (about_values(result.property)) {
-    const bool against_its_forward = result.property == "recompute-fidelity";
-    location = parting(against_its_forward);
-    if (location.empty() && !against_its_forward && eager != nullptr) {
-      location = after_an_earlier_error(failing, run, *eager, sites());
-    }
+    location = parting(result.property == "recompute-fidelity");
     if (!location.empty()) {
       // How the value differs (its shape, its elements) is then the parting's symptom.
       shown = evidence(failing, /*with_difference=*/false);
