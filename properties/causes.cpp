@@ -426,11 +426,14 @@ const std::vector<OpSite>& CauseSignatures::sites() {
   return *sites_;
 }
 
-const std::string& CauseSignatures::difference(const Observations& run, bool recomputation_only) {
-  const auto key = std::make_pair(&run, recomputation_only);
+const std::string& CauseSignatures::difference(const Observations& run, bool recomputation_only, int last_iteration) {
+  // A search up to the run's last iteration is a search of every one (as it is for every verdict
+  // but in cases that go on after errors): one answer for all of them.
+  const bool every = last_iteration < 0 || static_cast<size_t>(last_iteration) + 1 >= run.iterations.size();
+  const auto key = std::make_tuple(&run, recomputation_only, every ? INT_MAX : last_iteration);
   auto found = differences_.find(key);
   if (found == differences_.end()) {
-    found = differences_.emplace(key, first_difference(run, eager_, sites(), recomputation_only, INT_MAX)).first;
+    found = differences_.emplace(key, first_difference(run, eager_, sites(), recomputation_only, std::get<2>(key))).first;
   }
   return found->second;
 }
@@ -448,16 +451,6 @@ std::string CauseSignatures::of(const PropertyResult& result) {
     shown = evidence(failing);
     oracle_shown = sut_fails && !result.oracle.holds ? evidence(result.oracle) : shown;
   };
-  // Where the run first parts, up to the verdict's iteration. Where that is the run's last (as it
-  // is but for cases that go on after errors), every iteration is searched, and the answer is
-  // kept for the case's other verdicts.
-  const auto parting = [&](bool recomputation_only) {
-    const int last = failing.iteration;
-    if (last >= 0 && static_cast<size_t>(last) + 1 < run.iterations.size()) {
-      return first_difference(run, eager, sites(), recomputation_only, last);
-    }
-    return difference(run, recomputation_only);
-  };
   std::string location;
   if (result.property != "flag-in-body" || failing.about_the_error || (failing.after_error && run.error)) show_evidence();
   if (failing.about_the_error || result.property == "errors-match") {
@@ -467,7 +460,7 @@ std::string CauseSignatures::of(const PropertyResult& result) {
     const size_t from = failing.iteration < 0 ? 0 : static_cast<size_t>(failing.iteration);
     const std::optional<ErrorRecord> own = first_error_from(run, from);
     const std::optional<ErrorRecord> error = own ? own : (eager ? first_error_from(*eager, from) : std::nullopt);
-    location = parting(false);
+    location = difference(run, false, failing.iteration);
     if (!location.empty() && failing.where == "error") {
       // What the error was is then the parting's symptom: which op met the wrong value first.
       shown = error_outcome(failing, run, eager);
@@ -485,7 +478,7 @@ std::string CauseSignatures::of(const PropertyResult& result) {
     oracle_shown = result.oracle.holds || !sut_fails ? shown : flag_evidence(result.oracle);
     location = flag_reading(failing, sites());
   } else if (about_values(result.property)) {
-    location = parting(result.property == "recompute-fidelity");
+    location = difference(run, result.property == "recompute-fidelity", failing.iteration);
     if (!location.empty()) {
       // How the value differs (its shape, its elements) is then the parting's symptom.
       shown = evidence(failing, /*with_difference=*/false);

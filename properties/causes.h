@@ -7,7 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <utility>
+#include <tuple>
 #include <vector>
 
 #include "core/case.h"
@@ -37,14 +37,16 @@ class CauseSignatures {
 
  private:
   const std::vector<OpSite>& sites();
-  const std::string& difference(const Observations& run, bool recomputation_only);
+  // Where `run` first parts, searched up to iteration `last_iteration` (-1: every one); kept for
+  // the case's other verdicts.
+  const std::string& difference(const Observations& run, bool recomputation_only, int last_iteration);
 
   const Case& case_;
   const Observations* eager_;
   const Observations& oracle_;
   const Observations& sut_;
   std::optional<std::vector<OpSite>> sites_;
-  std::map<std::pair<const Observations*, bool>, std::string> differences_;
+  std::map<std::tuple<const Observations*, bool, int>, std::string> differences_;
 };
 
 // The signature of a case that ended its worker process: how it ended ("was killed by signal 11
