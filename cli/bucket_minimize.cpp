@@ -15,15 +15,19 @@ int minimize_buckets(Buckets& buckets, const BucketMinimizing& how) {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(how.seconds));
   std::vector<Bucket*> todo;
   for (Bucket* b : buckets.ordered()) {
-    if (b->count > 0 && b->first_case >= 0 && b->minimized.empty()) todo.push_back(b);
+    if (b->count > 0 && b->first_case >= 0 && b->minimized.empty() && (b->alarm || !how.alarms_only)) todo.push_back(b);
   }
+  // ordered() puts the alarms first.
+  size_t alarms = 0;
+  for (const Bucket* b : todo) alarms += b->alarm ? 1 : 0;
   int minimized = 0;
   for (size_t i = 0; i < todo.size() && !runner::interrupted(); ++i) {
     Bucket& b = *todo[i];
     const auto now = Clock::now();
     if (now >= deadline) break;
-    // An equal share of what is left for each bucket still to do.
-    const auto until = now + (deadline - now) / static_cast<int64_t>(todo.size() - i);
+    // An equal share of what is left for each bucket still to do in its group (alarms, others).
+    const size_t left = i < alarms ? alarms - i : todo.size() - i;
+    const auto until = now + (deadline - now) / static_cast<int64_t>(left);
     const bool crash = b.property == kCrashProperty;
     Case original;
     try {

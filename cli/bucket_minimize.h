@@ -20,9 +20,13 @@ struct BucketMinimizing {
   CheckpointImplementation& sut;
   const ClaimChoice& claims;
   std::string out_dir;
-  double seconds = 30;  // for all buckets together; each gets an equal share of what is left
+  // For all buckets together. The alarms come first, each with an equal share of what is left
+  // among the alarms still to do (a reviewer reads them; a reduction that ends early leaves its
+  // time to the next); the other buckets share what the alarms left.
+  double seconds = 30;
   std::string replay_prefix;  // replay_command(sut, oracle)
   std::string replay_suffix;  // " --sut ... --oracle ..." and the claims
+  bool alarms_only = false;   // the other buckets keep their first case
 };
 
 // Minimizes every bucket with a first case and no minimized case yet, alarms first, and sets

@@ -60,7 +60,9 @@ options:
                     each bucket and its minimized case (bucket-N.min.json)
   --minimize-seconds S  after the run, minimize the first case of each bucket (findings with one
                     cause signature) within S seconds in all (default: a tenth of the run's own
-                    time, at least 5 s; 0: none)
+                    time, at least 5 s; 0: none): the alarms first, each an equal share of
+                    what is left among them, then the other buckets
+  --minimize-alarms-only  minimize only the alarms' buckets (the others keep their first case)
   --previous FILE   a previous run's --json report: mark each bucket new or still present,
                     and list the previous run's buckets this one did not see as gone
   --json FILE       write a machine-readable report ('-' for standard output), its buckets
@@ -86,6 +88,10 @@ options:
                     the oracle then runs the case alone in a worker: a crash it makes too is
                     the released function's (pre-existing, reported, not a failure); a worker
                     the kernel's out-of-memory killer ends is a skipped case instead
+  --fresh-process   check each case in a fresh fork of its worker, which imported the code
+                    under test and called none of it: what one case leaves in the process (a
+                    first-call flag, a cache, a global RNG tracker) cannot hide or cause a
+                    verdict of another. Costs a fork per case (tools/gate-pr sets it)
 
 Ctrl-C or SIGTERM stops the run within a second: the summary so far, a complete --json report
 marked interrupted. Exit codes: 0 nothing found; 1 a regression, divergence or crash the oracle does not make; 2 bad
@@ -108,6 +114,9 @@ int command_run(const Args& args) {
   gen.max_ops = static_cast<int>(args.number("max-ops", gen.max_ops, 1, 64));
   gen = options_for(gen, *sut);
   const int world_size = world_size_option(args, *sut, *oracle, gen.device);
+  if (args.flag("fresh-process") && world_size > 1) {
+    throw UsageError("--fresh-process: not with --world-size above 1 (the other ranks' processes are kept across cases)");
+  }
   const int64_t cases = args.number("cases", -1, 1, INT64_MAX / 2);
   const int64_t seconds = args.number("seconds", cases < 0 ? 60 : -1, 1, 365LL * 24 * 3600);
   const bool quiet = args.flag("quiet");
@@ -130,6 +139,9 @@ int command_run(const Args& args) {
   const int64_t threads = args.number("threads", 0, 0, 1024);
   const int jobs = jobs_option(args);
   if (jobs > 1 && args.flag("no-isolate")) throw UsageError("--jobs above 1 checks cases in worker processes: not with --no-isolate");
+  if (args.flag("fresh-process") && args.flag("no-isolate")) {
+    throw UsageError("--fresh-process forks a worker per case: not with --no-isolate, which forks none");
+  }
   RunOptions run_options;
   run_options.cpu_memory_budget = args.number("cpu-memory-budget", 0, 0, INT64_MAX / 2);
   // Several workers share the machine's memory: each run gets its share of what is available
@@ -337,7 +349,9 @@ int command_run(const Args& args) {
                      crash_signature("the worker process " + case_lost.status + (case_lost.error.empty() ? "" : ": " + case_lost.error), !oracle_end.empty()));
       if (!oracle_end.empty()) findings.back()["pre_existing"] = true;
     };
-    const runner::HuntOutcome outcome = runner::hunt_in_workers(jobs, {prepare, should_stop, check, handle, lost});
+    runner::WorkerHunt hunt{prepare, should_stop, check, handle, lost};
+    hunt.fresh_process_per_case = args.flag("fresh-process");
+    const runner::HuntOutcome outcome = runner::hunt_in_workers(jobs, hunt);
     if (!outcome.failed.empty()) {
       worker_failed = outcome.failed;
       std::cerr << "recheck run: " << worker_failed << "; stopping\n";
@@ -397,7 +411,8 @@ int command_run(const Args& args) {
       world_size == 1 && !args.flag("no-isolate")) {
     make_output_folder(out_dir);
     write_reports(true);
-    minimized = minimize_buckets(buckets, {first_case, "recheck run", *oracle, *sut, claims, out_dir, minimize_seconds, replay, replay_suffix});
+    minimized = minimize_buckets(buckets, {first_case, "recheck run", *oracle, *sut, claims, out_dir, minimize_seconds, replay,
+                                           replay_suffix, args.flag("minimize-alarms-only")});
   } else {
     minimize_buckets(buckets, {first_case, "recheck run", *oracle, *sut, claims, out_dir, 0, replay, replay_suffix});
   }
@@ -451,6 +466,6 @@ int command_run(const Args& args) {
 
 }  // namespace
 
-const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate"}, {"subject", "sut", "oracle", "claims", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "junit", "minimize-seconds", "previous", "threads", "cpu-memory-budget", "world-size", "jobs"}, command_run, false};
+const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate", "fresh-process", "minimize-alarms-only"}, {"subject", "sut", "oracle", "claims", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "junit", "minimize-seconds", "previous", "threads", "cpu-memory-budget", "world-size", "jobs"}, command_run, false};
 
 }  // namespace recheck::cli

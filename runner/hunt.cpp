@@ -1,11 +1,15 @@
 #include "runner/hunt.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <limits>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -23,6 +27,34 @@ namespace {
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
+// `body` run in a fork of this worker, and the one line it writes. The fork's death is this
+// worker's: killed by a signal, it ends this process by the same one (the parent reports the case
+// lost, or skipped where the out-of-memory killer sent it); an exception in it is thrown here.
+std::string in_a_fork(const std::function<std::string()>& body, const std::string& what) {
+  WorkerProcess fork;
+  fork.start([&](FILE*, int out) { write_all(out, body() + "\n"); }, /*with_input=*/false);
+  const std::optional<std::string> line = fork.read_line();
+  const std::string ended = fork.stop();
+  if (WIFSIGNALED(fork.status())) {
+    signal(WTERMSIG(fork.status()), SIG_DFL);
+    raise(WTERMSIG(fork.status()));
+  }
+  if (line && line->rfind("error ", 0) == 0) throw std::runtime_error(line->substr(6));
+  if (!line || fork.status() != 0) throw std::runtime_error("the process " + what + " " + ended);
+  return *line;
+}
+
+// Case `index` in a fork of this worker, which prepares there (the tensor-parallel group's
+// threads, which a fork would not have, are started in it) and checks the case.
+json check_in_a_fork(const WorkerHunt& hunt, int64_t index) {
+  return json::parse(in_a_fork(
+      [&] {
+        hunt.prepare();
+        return to_json(hunt.check(index)).dump(-1, ' ', false, json::error_handler_t::replace);
+      },
+      "checking case " + std::to_string(index)));
+}
+
 // One worker's line protocol, worker to parent: "start N K" before case N (K: the out-of-memory
 // kills so far, oom_kills), the case's result as JSON after it, "done" at the end, or "error
 // TEXT" when it stops on an exception.
@@ -33,12 +65,18 @@ void worker_body(int64_t first, int64_t stride, const WorkerHunt& hunt, int out)
   // case, as the parent may be busy writing the last case's finding when a kill comes.
   std::string pending;
   try {
-    hunt.prepare();
+    if (hunt.fresh_process_per_case) {
+      // Prepared in each case's fork; tried once here, so that cases that cannot run here stop
+      // the hunt with the reason, as they do without forks.
+      (void)in_a_fork([&] { hunt.prepare(); return std::string("ready"); }, "preparing the cases");
+    } else {
+      hunt.prepare();
+    }
     for (int64_t index = first; !hunt.should_stop(index); index += stride) {
       pending += "start " + std::to_string(index) + " " + std::to_string(oom_kills()) + "\n";
       write_all(out, pending);
       pending.clear();  // sent: an exception in this case must not send it again
-      json line = to_json(hunt.check(index));
+      json line = hunt.fresh_process_per_case ? check_in_a_fork(hunt, index) : to_json(hunt.check(index));
       line["case"] = index;
       pending = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     }

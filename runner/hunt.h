@@ -33,6 +33,11 @@ struct WorkerHunt {
   // Here, in case order: a case's result, or how its worker died in it.
   std::function<void(int64_t index, const CaseResult& result)> handle;
   std::function<void(int64_t index, const CaseLost& lost)> lost;
+  // Each case checked in a fresh fork of its worker, which has imported the code under test and
+  // called nothing (`prepare` runs in each fork, after a trial run in a fork of its own): what a case leaves in the process (a first-call flag, a cache,
+  // a global tracker's states, the is-checkpointing flag) reaches no later case. A crash or an
+  // out-of-memory kill of that fork ends the worker the same way, so it is reported as before.
+  bool fresh_process_per_case = false;
 };
 
 struct HuntOutcome {

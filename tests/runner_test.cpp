@@ -161,6 +161,49 @@ TEST(Hunt, ends_at_its_limit_and_says_why_it_could_not_start) {
   EXPECT_EQ(outcome.failed, "the worker could not start (exited with status 3): no CUDA device");
 }
 
+// With a fresh process per case, what one case leaves in the process (here a count of calls, as
+// a first-call flag would be) reaches no other; without, the worker's later cases see it.
+TEST(Hunt, a_fresh_process_per_case_starts_every_case_from_the_prepared_state) {
+  for (const bool fresh : {true, false}) {
+    static int calls = 0;  // in the worker; each fork starts from the worker's value
+    static int prepared = 0;
+    calls = prepared = 0;
+    std::vector<int64_t> seen_calls;
+    WorkerHunt hunt{[] { ++prepared; }, [](int64_t i) { return i >= 4; },
+                    [](int64_t) {
+                      CaseResult result;
+                      result.op_executions = calls++ * 100 + prepared;
+                      return result;
+                    },
+                    [&](int64_t, const CaseResult& result) { seen_calls.push_back(result.op_executions); },
+                    [](int64_t, const CaseLost&) {}};
+    hunt.fresh_process_per_case = fresh;
+    EXPECT_EQ(hunt_in_workers(1, hunt).failed, "");
+    // Prepared once in each case's fork (after the trial, in a fork of its own) or once for all.
+    EXPECT_EQ(seen_calls, fresh ? std::vector<int64_t>({1, 1, 1, 1}) : std::vector<int64_t>({1, 101, 201, 301}));
+  }
+}
+
+TEST(Hunt, a_fresh_process_per_case_reports_crashes_exceptions_and_refusals_as_a_worker_does) {
+  Seen seen;
+  WorkerHunt hunt = seen.hunt([](int64_t i) { return i >= 5; }, [](int64_t i) {
+    if (i == 1) std::abort();
+    if (i == 3) throw std::runtime_error("no attribute '_current_state_name'");
+    return numbered(i);
+  });
+  hunt.fresh_process_per_case = true;
+  EXPECT_EQ(hunt_in_workers(2, hunt).failed, "");
+  EXPECT_EQ(seen.events, events({"R0", "L1", "R2", "L3", "R4"}));
+  ASSERT_EQ(seen.lost.size(), 2u);
+  EXPECT_EQ(seen.lost[0].status, "was killed by signal 6 (Aborted)");
+  EXPECT_EQ(seen.lost[1].error, "no attribute '_current_state_name'");
+  Seen refused;
+  WorkerHunt refusing = refused.hunt([](int64_t) { return false; }, numbered, [] { throw std::runtime_error("no CUDA device"); });
+  refusing.fresh_process_per_case = true;
+  EXPECT_EQ(hunt_in_workers(1, refusing).failed, "the worker could not start (exited with status 3): no CUDA device");
+  EXPECT_EQ(refused.events, events({}));
+}
+
 // An exception that escapes a case ends the worker there, and says what it was: `run` reports
 // the text with the case, never a bare exit status.
 TEST(Hunt, an_exception_in_a_case_names_the_case_and_its_text) {

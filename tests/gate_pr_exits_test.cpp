@@ -1,0 +1,144 @@
+// tools/gate-pr's ways out, each with its summary: both stages failing, one failing, recheck
+// dying without a report, code it cannot run, an interrupt, a refusal. recheck is stood in for by
+// tests/data/fake-recheck, which does what FAKE_SLICE and FAKE_BUDGET say, so that every path is
+// taken on purpose and quickly (the real gate on real code: gate_pr_test.cpp, label python).
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+
+#include "tests/paths.h"
+#include "tests/shell.h"
+
+namespace recheck {
+namespace {
+
+std::string work_dir() {
+  static const std::string dir = [] {
+    const std::string d = ::testing::TempDir() + "/gate-pr-exits";
+    const std::string tree = "/megatron/core/tensor_parallel";
+    EXPECT_EQ(system(("rm -rf " + d + " && mkdir -p " + d + "/base" + tree + " " + d + "/head" + tree + " && touch " + d +
+                      "/base" + tree + "/random.py " + d + "/head" + tree + "/random.py")
+                         .c_str()),
+              0);
+    return d;
+  }();
+  return dir;
+}
+
+std::string gate_line(const std::string& slice, const std::string& budget, const std::string& out) {
+  return "cd " + work_dir() + " && exec env FAKE_SLICE=" + slice + " FAKE_BUDGET=" + budget + " " + test_paths::source_dir() +
+         "/tools/gate-pr --base base --head head --recheck " + test_paths::source_dir() + "/tests/data/fake-recheck --out " +
+         out;
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The verdict leads and closes the summary; the finding that decides it comes right after it,
+// with its minimized case and replay line.
+TEST(GatePrExits, both_stages_failing_print_the_verdict_the_deciding_finding_and_every_stage) {
+  const auto run = test_shell::run_shell(gate_line("alarm", "alarm", "both"));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_EQ(run.output.rfind("tools/gate-pr: FAIL: the head regresses", 0), 0u) << run.output;
+  EXPECT_EQ(count_of(run.output, "tools/gate-pr: FAIL: the head regresses"), 2u) << run.output;
+  const size_t decides = run.output.find("the finding that decides it:\n  regression grads-match-eager in case 7 of the slice");
+  EXPECT_NE(decides, std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("minimized: slice-bucket-1.min.json (4 ops)\n    replay: PYTHONPATH=x recheck repro"), std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("tools/gate-pr: slice: exit 1: seed 42, 10 cases"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("tools/gate-pr: budget: exit 1: seed 42, 10 cases"), std::string::npos) << run.output;
+  // Pre-existing findings counted by known cause, not listed bucket by bucket.
+  EXPECT_NE(run.output.find("by known cause (docs/known-causes.md): non-tensor-argument 5"), std::string::npos) << run.output;
+}
+
+TEST(GatePrExits, one_stage_failing_fails_the_gate_and_names_that_stage) {
+  const auto run = test_shell::run_shell(gate_line("pass", "alarm", "budget-only"));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("the finding that decides it:\n  regression grads-match-eager in case 7 of the budget"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("tools/gate-pr: slice: exit 0"), std::string::npos) << run.output;
+}
+
+TEST(GatePrExits, a_stage_that_dies_without_a_report_is_an_error_not_a_verdict) {
+  const auto run = test_shell::run_shell(gate_line("pass", "silent", "silent"));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_EQ(run.output.rfind("tools/gate-pr: ERROR: the gate could not run the code", 0), 0u) << run.output;
+  EXPECT_NE(run.output.find("budget: exit 1: no report written"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("(it printed nothing on its error output)"), std::string::npos) << run.output;
+}
+
+TEST(GatePrExits, code_recheck_cannot_run_is_named_and_the_budget_is_not_run) {
+  const auto run = test_shell::run_shell(gate_line("error", "alarm", "error"));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("  recheck run: importing head/random.py raised SyntaxError"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("tools/gate-pr: budget:"), std::string::npos) << run.output;
+}
+
+TEST(GatePrExits, a_pass_says_so_first_and_last) {
+  const auto run = test_shell::run_shell(gate_line("pass", "pass", "pass"));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(count_of(run.output, "tools/gate-pr: PASS: the head is no worse than the base\n"), 2u) << run.output;
+}
+
+// Interrupted (a CI job cancelled: SIGTERM; Ctrl-C: SIGINT) in the budget: the stage ends with its
+// report, the summary lists what ran, and the exit says interrupted, unless an alarm was already
+// found, which fails the gate as it would have anyway.
+TEST(GatePrExits, an_interrupt_ends_the_stage_and_still_prints_the_summary) {
+  for (const auto& [slice, signal_number, expected] :
+       {std::tuple<std::string, int, int>{"pass", SIGTERM, 143}, {"pass", SIGINT, 130}, {"alarm", SIGTERM, 1}}) {
+    const std::string out = work_dir() + "/interrupted-" + slice + std::to_string(signal_number);
+    const std::string log = out + ".log";
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      signal(SIGINT, SIG_DFL);  // a test runner may have it ignored: the gate must be able to trap it
+      // The shell becomes the gate (exec), which gets the signal alone, as from a CI runner.
+      execl("/bin/sh", "sh", "-c", (gate_line(slice, "hang", out) + " > " + log + " 2>&1").c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    // The budget started: its fake waits for the signal.
+    for (int i = 0; i < 200 && !std::ifstream(out + "/budget.log").good(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    kill(pid, signal_number);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    std::ifstream in(log);
+    const std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_TRUE(WIFEXITED(status)) << output;
+    EXPECT_EQ(WEXITSTATUS(status), expected) << slice << " " << signal_number << "\n" << output;
+    EXPECT_NE(output.find("tools/gate-pr: budget: exit " + std::to_string(expected == 1 ? 143 : expected) +
+                          ": seed 42, 10 cases in 2 s, interrupted"),
+              std::string::npos)
+        << output;
+    EXPECT_NE(output.find(expected == 1 ? "tools/gate-pr: FAIL:" : "tools/gate-pr: INTERRUPTED: no verdict"),
+              std::string::npos)
+        << output;
+  }
+}
+
+TEST(GatePrExits, a_refusal_is_one_line_with_exit_2) {
+  const auto run = test_shell::run_shell(gate_line("pass", "pass", "refused") + " --minimize-seconds soon");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1) << run.output;
+  EXPECT_NE(run.output.find("--minimize-seconds: expected a whole number"), std::string::npos) << run.output;
+}
+
+}  // namespace
+}  // namespace recheck
