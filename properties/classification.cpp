@@ -150,6 +150,16 @@ std::string fixed_against_eager(const std::vector<PropertyResult>& results) {
 //    (its earlier iterations taken as eager mode's), the oracle fails there too, the same way:
 //    `pre-existing` (a fix of the first failure sharing the second, as a run that goes on
 //    after errors meets: the flag fixed after an error, the distribute leak shared after it).
+//  - errors-match: the oracle first fails in an earlier iteration than the sut (the RNG states an
+//    error left, say) and, where the sut fails, raised the same error at the same point:
+//    `pre-existing` (the sut fixed the first failure and shares the second; a run going on after
+//    an error whose state both leave unlike eager mode's raises again where eager mode cannot).
+//  - recompute-fidelity: the sut fails it where the oracle holds it, in or after the first
+//    iteration whose RNG states the oracle leaves unlike eager mode's and the sut like them
+//    (rng-restored fixed, or only the oracle's error leaving them unrestored): the oracle's
+//    recomputations re-drew from a state eager mode says is wrong, and matched its forward's
+//    wrong draws; that is no reference for the sut's, `pre-existing` (a fix of Megatron's
+//    tracker exposing a bug both revisions have: known cause tracker-name-not-restored).
 //  - stash-kept: at the first stash the two runs keep differently, eager mode's stash is the
 //    sut's in the first thing they differ in (requires_grad, the data's shape, its values, ...)
 //    and not the oracle's: the sut fixed what the base left the user, `fixed`
@@ -161,6 +171,18 @@ void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& resul
   for (const PropertyResult& r : results) {
     if (r.property == "grads-match-eager") match_eager = &r;
     if (r.property == "outputs-bitwise") outputs = &r;
+  }
+  // The first iteration after which the oracle's RNG states are not eager mode's where the sut's
+  // are (rng-restored fixed, or errors-match fixed on the states an error left): -1 if none.
+  int rng_fixed_from = -1;
+  for (const PropertyResult& r : results) {
+    const bool rng_fixed =
+        (r.property == "rng-restored" && r.classification == Classification::fixed) ||
+        (r.property == "errors-match" && r.oracle.describe().find(kRngNotRestored) != std::string::npos &&
+         r.sut.describe().find(kRngNotRestored) == std::string::npos);
+    if (rng_fixed && r.oracle.iteration >= 0 && (rng_fixed_from < 0 || r.oracle.iteration < rng_fixed_from)) {
+      rng_fixed_from = r.oracle.iteration;
+    }
   }
   for (PropertyResult& r : results) {
     if (r.classification != Classification::divergent && r.classification != Classification::regression) continue;
@@ -177,6 +199,17 @@ void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& resul
       const size_t parted = static_cast<size_t>(r.sut.iteration);
       const std::optional<ErrorRecord> s = first_error_from(sut, parted);
       const std::optional<ErrorRecord> o = first_error_from(oracle, parted);
+      if (s && o && s->iteration == o->iteration && s->error == o->error && error_progress(*s) == error_progress(*o) &&
+          r.oracle.iteration >= 0 && r.oracle.iteration < r.sut.iteration) {
+        // The oracle failed first, in an earlier iteration (the RNG states its error left, say),
+        // which the sut holds; where the sut fails, the oracle raised the same error at the same
+        // point: the sut fixed the first failure and shares the second.
+        r.classification = Classification::pre_existing;
+        explain(r.sut, "where the oracle first fails this run holds, and the oracle raised this error at this point too (after " +
+                           std::to_string(s->ops_completed) + " ops of iteration " + std::to_string(s->iteration) + " " +
+                           s->phase + ")");
+        continue;
+      }
       if (!s || !o || s->iteration != o->iteration || s->error == o->error) continue;
       const std::string point = std::to_string(s->ops_completed) + " ops of iteration " + std::to_string(s->iteration) +
                                 " " + s->phase;
@@ -189,6 +222,12 @@ void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& resul
         explain(r.sut, "raised at the point the oracle raised its own (after " + point +
                            "), where eager mode did not: another message for a failure both have");
       }
+    } else if (r.property == "recompute-fidelity" && r.oracle.holds && !r.sut.holds && r.sut.iteration >= 0 &&
+               rng_fixed_from >= 0 && r.sut.iteration >= rng_fixed_from) {
+      r.classification = Classification::pre_existing;
+      explain(r.sut, "the oracle's RNG states are not eager mode's from iteration " + std::to_string(rng_fixed_from) +
+                         " on and this run's are (rng-restored fixed): the oracle's recomputations draw from another state, "
+                         "no reference for what this run's draw");
     } else if (r.property == "recompute-fidelity" && !r.oracle.holds && !r.sut.holds &&
                r.sut.segment_record > r.oracle.segment_record && r.oracle.segment_record >= 0) {
       Observations from_there = oracle;

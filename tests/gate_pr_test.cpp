@@ -142,6 +142,56 @@ TEST(Python, the_gate_gives_the_same_verdicts_from_any_folder) {
   EXPECT_EQ(a.find("not_checked\": \"allocations"), std::string::npos) << a;
 }
 
+// The classes of false alarm the gate's budget raised on Megatron's fix of its tracker
+// (965cfd316c, base its parent), each kept as a case in tests/data/gate/ and replayed here on
+// megatron-core 0.16.1 against 0.16.1 with that fix undone (tools/gate-history's
+// stale-nested-fork): as a fix (the base has the bug) nothing is an alarm, each class is
+// pre-existing and says why; as the mistake (the head has the bug) the case still fails.
+TEST(Python, a_head_that_fixes_part_of_what_its_base_gets_wrong_raises_no_alarm) {
+  const std::string original_path = megatron_random_py();
+  if (original_path.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
+  const std::string package = original_path.substr(0, original_path.find("/megatron/core/")) + "/megatron";
+  const std::string work = ::testing::TempDir() + "/gate-fix-classes";
+  ASSERT_EQ(system(("rm -rf " + work + " && mkdir -p " + work + "/clean " + work + "/stale && cp -r " + package + " " + work +
+                    "/clean/ && cp -r " + package + " " + work + "/stale/").c_str()),
+            0);
+  const std::string stale_file = work + "/stale/megatron/core/tensor_parallel/random.py";
+  {
+    std::ifstream in(stale_file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const std::string old : {"self.states_[orig_state_name] = orig_cuda_rng_state",
+                                  "orig_cuda_rng_state = self.states_[orig_state_name]"}) {
+      const size_t at = text.find(old);
+      ASSERT_NE(at, std::string::npos) << old;
+      text.replace(at, old.size(), "pass");
+    }
+    std::ofstream(stale_file) << text;
+  }
+  const std::string clean = "python:" + work + "/clean/megatron/core/tensor_parallel/random.py:CheckpointFunction";
+  const std::string stale = "python:" + stale_file + ":CheckpointFunction";
+  auto repro = [&](const std::string& name, const std::string& sut, const std::string& oracle) {
+    return test_shell::run_shell("cd " + work + " && PYTHONPATH=" + work + "/clean " + test_paths::recheck_binary() +
+                                 " repro " + test_paths::source_dir() + "/tests/data/gate/" + name + " --sut " + sut +
+                                 " --oracle " + oracle + " --claims none");
+  };
+  struct Class {
+    std::string file, property, why;
+  };
+  for (const Class& c : {Class{"recomputation-after-an-rng-fix.json", "recompute-fidelity   pre-existing",
+                               "the oracle's RNG states are not eager mode's from iteration 0 on and this run's are"},
+                         Class{"error-after-an-rng-fix.json", "errors-match         pre-existing",
+                               "where the oracle first fails this run holds, and the oracle raised this error at this point too"}}) {
+    const auto fix = repro(c.file, clean, stale);
+    EXPECT_EQ(fix.exit_code, 0) << c.file << "\n" << fix.output;
+    EXPECT_NE(fix.output.find(c.property + "\n"), std::string::npos) << c.file << "\n" << fix.output;
+    EXPECT_NE(fix.output.find(c.why), std::string::npos) << c.file << "\n" << fix.output;
+    EXPECT_EQ(fix.output.find(" regression\n"), std::string::npos) << c.file << "\n" << fix.output;
+    EXPECT_EQ(fix.output.find(" divergent\n"), std::string::npos) << c.file << "\n" << fix.output;
+    const auto mistake = repro(c.file, stale, clean);
+    EXPECT_EQ(mistake.exit_code, 1) << c.file << "\n" << mistake.output;
+  }
+}
+
 // Bad arguments to the gate: one line naming what was wrong, exit 2 (1 means a regression).
 TEST(Python, the_gate_refuses_bad_arguments_in_one_line_with_exit_2) {
   const std::string gate = std::string(test_paths::source_dir()) + "/tools/gate-pr";
