@@ -133,6 +133,47 @@ TEST(GatePrExits, an_interrupt_ends_the_stage_and_still_prints_the_summary) {
   }
 }
 
+// A change none of whose lines that can run ran in any case is not reached (exit 3), never a
+// pass; the lines no case ran are listed, in the summary, gate.json and gate.xml. A comment-only
+// change has no such line and passes.
+TEST(GatePrExits, a_change_no_case_ran_is_not_reached_and_its_lines_are_listed) {
+  const std::string dir = work_dir() + "/change";
+  const std::string tree = "/megatron/core/tensor_parallel";
+  ASSERT_EQ(system(("mkdir -p " + dir + "/base" + tree + " " + dir + "/head" + tree + " " + dir + "/comment" + tree).c_str()), 0);
+  std::ofstream(dir + "/base" + tree + "/random.py") << "import os\n\ndef f(x):\n    return x\n";
+  std::ofstream(dir + "/head" + tree + "/random.py") << "import os\n\ndef f(x):\n    y = x + 1\n    return y\n";
+  std::ofstream(dir + "/comment" + tree + "/random.py") << "import os\n\ndef f(x):\n    # x as it came\n    return x\n";
+  auto gate = [&](const std::string& head, const std::string& ran, const std::string& out) {
+    return test_shell::run_shell("cd " + dir + " && FAKE_RAN=" + ran + " " + test_paths::source_dir() +
+                                 "/tools/gate-pr --base base --head " + head + " --recheck " + test_paths::source_dir() +
+                                 "/tests/data/fake-recheck --out " + out);
+  };
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const auto unreached = gate("head", "", "unreached");
+  EXPECT_EQ(unreached.exit_code, 3) << unreached.output;
+  EXPECT_EQ(unreached.output.rfind("tools/gate-pr: NOT REACHED: no case ran a line the change can run", 0), 0u)
+      << unreached.output;
+  EXPECT_NE(unreached.output.find("the change: 2 changed lines of random.py run in functions; 0 of them ran in some case; "
+                                  "no case ran random.py:4-5"),
+            std::string::npos)
+      << unreached.output;
+  EXPECT_NE(read(dir + "/unreached/gate.json").find("\"not_run\": [\n      4,\n      5\n    ]"), std::string::npos)
+      << read(dir + "/unreached/gate.json");
+  EXPECT_NE(read(dir + "/unreached/gate.xml").find("name=\"changed lines run\"><failure"), std::string::npos)
+      << read(dir + "/unreached/gate.xml");
+
+  const auto partly = gate("head", "4", "partly");
+  EXPECT_EQ(partly.exit_code, 0) << partly.output;
+  EXPECT_NE(partly.output.find("1 of them ran in some case; no case ran random.py:5"), std::string::npos) << partly.output;
+
+  const auto comment = gate("comment", "", "comment");
+  EXPECT_EQ(comment.exit_code, 0) << comment.output;
+  EXPECT_NE(comment.output.find("none of them in a function"), std::string::npos) << comment.output;
+}
+
 TEST(GatePrExits, a_refusal_is_one_line_with_exit_2) {
   const auto run = test_shell::run_shell(gate_line("pass", "pass", "refused") + " --minimize-seconds soon");
   EXPECT_EQ(run.exit_code, 2) << run.output;

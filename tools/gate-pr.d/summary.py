@@ -1,7 +1,13 @@
 """The summary tools/gate-pr prints on every way out: read from each stage's JSON report and log.
 
-    python3 summary.py --out DIR --verdict TEXT --base TEXT --head TEXT --claims TEXT
-                       [--causes FILE] STAGE:EXIT...
+    python3 summary.py --out DIR --status N --claims-held LIST --base TEXT --head TEXT --claims TEXT
+                       [--base-file FILE --head-file FILE] [--causes FILE] STAGE:EXIT...
+
+Exits with the gate's status: the one given (0 pass, 1 an alarm, 2 an error, 130 or 143
+interrupted), or 3 where the gate found nothing and no case ran any line the change can run
+(not reached: a pass would say nothing about the change). Writes the gate's own reports,
+DIR/gate.json and DIR/gate.xml (JUnit): the verdict, each stage, and the change's lines that ran
+and did not.
 
 It leads with the verdict and the finding that decides it (the first alarm's bucket: its
 property, the stage and case, its evidence, its minimized case and replay line), then the files
@@ -15,6 +21,12 @@ import json
 import os
 import re
 import sys
+from xml.sax.saxutils import escape, quoteattr
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import changed_lines  # noqa: E402
+
+NOT_REACHED = 3
 
 PREFIX = "tools/gate-pr: "
 SHOWN_ALARMS = 5
@@ -77,8 +89,10 @@ def describe_bucket(bucket, stage, seed, indent="  "):
 
 def main(argv):
     parser = argparse.ArgumentParser()
-    for name in ("out", "verdict", "base", "head", "claims"):
+    for name in ("out", "status", "claims-held", "base", "head", "claims"):
         parser.add_argument("--" + name, required=True)
+    parser.add_argument("--base-file", default="")
+    parser.add_argument("--head-file", default="")
     parser.add_argument("--causes", default="")
     parser.add_argument("stages", nargs="*", metavar="STAGE:EXIT")
     args = parser.parse_args(argv)
@@ -92,13 +106,22 @@ def main(argv):
                        "log": read_lines(os.path.join(args.out, name + ".log")),
                        "err": read_lines(os.path.join(args.out, name + ".err"))})
 
+    status = int(args.status)
+    change = None
+    if args.base_file and args.head_file:
+        change = changed_lines.coverage_of_change(
+            args.base_file, args.head_file, [os.path.join(args.out, s["name"] + ".lines") for s in stages])
+        if status == 0 and stages and not change.get("error") and change["can_run"] and not change["ran"]:
+            status = NOT_REACHED
+    verdict = verdict_of(status, args.claims_held, args.out)
+
     deciding = None
     for stage in stages:
         if stage["report"] and deciding_bucket(stage["report"]):
             deciding = stage
             break
     out = []
-    out.append(PREFIX + args.verdict)
+    out.append(PREFIX + verdict)
     if deciding:
         bucket = deciding_bucket(deciding["report"])
         out.append(PREFIX + "the finding that decides it:")
@@ -158,9 +181,75 @@ def main(argv):
                                sorted(by_cause.items(), key=lambda item: (-item[1], item[0])))
             out.append(f"{PREFIX}{stage['name']}: {sum(by_cause.values())} findings the base shares or the head fixes, "
                        f"in {len(existing)} bucket{'s' if len(existing) != 1 else ''}, by known cause (docs/known-causes.md): {listed}")
-    out.append(PREFIX + args.verdict)
+    if change is not None:
+        out.append(PREFIX + describe_change(change))
+    out.append(PREFIX + verdict)
     print("\n".join(out))
-    return 0
+    write_reports(args, status, verdict, stages, change)
+    return status
+
+
+def verdict_of(status, claims_held, out):
+    if status == 0:
+        return ("PASS: the head is no worse than the base" if claims_held == "none" else
+                f"PASS: the head is no worse than the base and keeps its claims ({claims_held})")
+    if status == 1:
+        return f"FAIL: the head regresses (reports and cases under {out})"
+    if status == NOT_REACHED:
+        return "NOT REACHED: no case ran a line the change can run (listed below): nothing was checked of it"
+    if status in (130, 143):
+        return f"INTERRUPTED: no verdict (what ran is listed below; reports under {out})"
+    return "ERROR: the gate could not run the code (the reason under its stage below)"
+
+
+def describe_change(change):
+    if change.get("error"):
+        return f"the change's lines: not worked out ({change['error']})"
+    name = os.path.basename(change["file"])
+    if not change["can_run"]:
+        return (f"the change: {len(change['changed'])} changed lines of {name}, none of them in a function "
+                f"(comments, docstrings, import-time statements): nothing in it runs when a case runs")
+    said = (f"the change: {len(change['can_run'])} changed lines of {name} run in functions; "
+            f"{len(change['ran'])} of them ran in some case")
+    if change["not_run"]:
+        said += f"; no case ran {name}:{changed_lines.ranges(change['not_run'])}"
+    return said
+
+
+def write_reports(args, status, verdict, stages, change):
+    """DIR/gate.json and DIR/gate.xml, each written whole (a temporary file renamed)."""
+    report = {"tool": "gate-pr", "status": status, "verdict": verdict, "base": args.base, "head": args.head,
+              "claims": args.claims,
+              "stages": [{"name": s["name"], "exit": s["exit"], "report": os.path.join(args.out, s["name"] + ".json"),
+                          "seed": (s["report"] or {}).get("seed"), "cases": (s["report"] or {}).get("cases")}
+                         for s in stages],
+              "change": change}
+    cases = []
+    for s in stages:
+        failed = s["exit"] not in (0, 130, 143)
+        message = quoteattr("exit " + str(s["exit"]))
+        body = f"<failure message={message}/>" if failed else ""
+        cases.append(f'    <testcase classname="gate-pr" name={quoteattr(s["name"])}>{body}</testcase>')
+    if change is not None and not change.get("error"):
+        text = escape(describe_change(change))
+        if change["can_run"] and not change["ran"]:
+            body = f'<failure message="no case ran a line the change can run">{text}</failure>'
+        elif not change["can_run"]:
+            body = f'<skipped message="no changed line runs in a function"/><system-out>{text}</system-out>'
+        else:
+            body = f"<system-out>{text}</system-out>"
+        cases.append(f'    <testcase classname="gate-pr" name="changed lines run">{body}</testcase>')
+    failures = sum(1 for c in cases if "<failure" in c)
+    xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n  <testsuite name="gate-pr" tests="{len(cases)}" '
+           f'failures="{failures}">\n' + "\n".join(cases) + "\n  </testsuite>\n</testsuites>\n")
+    for name, text in (("gate.json", json.dumps(report, indent=2) + "\n"), ("gate.xml", xml)):
+        path = os.path.join(args.out, name)
+        try:
+            with open(path + ".tmp", "w", encoding="utf-8") as file:
+                file.write(text)
+            os.replace(path + ".tmp", path)
+        except OSError as error:
+            print(f"{PREFIX}cannot write {path}: {error.strerror}", file=sys.stderr)
 
 
 if __name__ == "__main__":
