@@ -82,6 +82,13 @@ bool other_raised_earlier(const Verdict& failed, const Observations& failing, co
   return error_progress(*theirs) < error_progress(*mine);
 }
 
+// Both runs raised an error in iteration `i` and eager mode did not.
+bool raised_where_eager_did_not(const Observations& eager, const Observations& oracle, const Observations& sut,
+                                size_t i) {
+  auto raised = [&](const Observations& run) { return i < run.iterations.size() && run.iterations[i].error.has_value(); };
+  return raised(oracle) && raised(sut) && i < eager.iterations.size() && !eager.iterations[i].error.has_value();
+}
+
 }  // namespace
 
 Classification classify(const Verdict& oracle, const Verdict& sut, const Observations& oracle_run,
@@ -160,6 +167,10 @@ std::string fixed_against_eager(const std::vector<PropertyResult>& results) {
 //    recomputations re-drew from a state eager mode says is wrong, and matched its forward's
 //    wrong draws; that is no reference for the sut's, `pre-existing` (a fix of Megatron's
 //    tracker exposing a bug both revisions have: known cause tracker-name-not-restored).
+//  - a property that compares the sut with the oracle (grads-bitwise, stash-kept, stash-grads),
+//    failed in the state an error left, in an iteration where both runs raised and eager mode did
+//    not: `pre-existing` (both revisions are off eager mode's path there, by a failure they
+//    share; what each leaves behind its error, a random draw after it say, has no judge).
 //  - stash-kept: at the first stash the two runs keep differently, eager mode's stash is the
 //    sut's in the first thing they differ in (requires_grad, the data's shape, its values, ...)
 //    and not the oracle's: the sut fixed what the base left the user, `fixed`
@@ -222,6 +233,11 @@ void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& resul
         explain(r.sut, "raised at the point the oracle raised its own (after " + point +
                            "), where eager mode did not: another message for a failure both have");
       }
+    } else if (find_property(r.property)->compares_with_oracle && r.sut.after_error && r.sut.iteration >= 0 &&
+               raised_where_eager_did_not(runs.eager, oracle, sut, static_cast<size_t>(r.sut.iteration))) {
+      r.classification = Classification::pre_existing;
+      explain(r.sut, "in the state an error left that both runs raise and eager mode does not: a state eager mode never "
+                     "has, where nothing says which run's is right");
     } else if (r.property == "recompute-fidelity" && r.oracle.holds && !r.sut.holds && r.sut.iteration >= 0 &&
                rng_fixed_from >= 0 && r.sut.iteration >= rng_fixed_from) {
       r.classification = Classification::pre_existing;

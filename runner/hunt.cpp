@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <functional>
 #include <map>
@@ -27,13 +29,10 @@ namespace {
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
-// `body` run in a fork of this worker, and the one line it writes. The fork's death is this
-// worker's: killed by a signal, it ends this process by the same one (the parent reports the case
-// lost, or skipped where the out-of-memory killer sent it); an exception in it is thrown here.
-std::string in_a_fork(const std::function<std::string()>& body, const std::string& what) {
-  WorkerProcess fork;
-  fork.start([&](FILE*, int out) { write_all(out, body() + "\n"); }, /*with_input=*/false);
-  const std::optional<std::string> line = fork.read_line();
+// How a fork of this worker ended, made this worker's: killed by a signal, it ends this process by
+// the same one (the parent reports the case lost, or skipped where the out-of-memory killer sent
+// it); an exception in it ("error TEXT") is thrown here. Returns its one line.
+std::string line_of_fork(WorkerProcess& fork, const std::optional<std::string>& line, const std::string& what) {
   const std::string ended = fork.stop();
   if (WIFSIGNALED(fork.status())) {
     signal(WTERMSIG(fork.status()), SIG_DFL);
@@ -44,16 +43,48 @@ std::string in_a_fork(const std::function<std::string()>& body, const std::strin
   return *line;
 }
 
-// Case `index` in a fork of this worker, which prepares there (the tensor-parallel group's
-// threads, which a fork would not have, are started in it) and checks the case.
-json check_in_a_fork(const WorkerHunt& hunt, int64_t index) {
-  return json::parse(in_a_fork(
-      [&] {
-        hunt.prepare();
-        return to_json(hunt.check(index)).dump(-1, ' ', false, json::error_handler_t::replace);
-      },
-      "checking case " + std::to_string(index)));
-}
+// A fresh process for each case: a fork of this worker (which imported the code under test and
+// called none of it) that prepares (the tensor-parallel group's threads, which a fork would not
+// have, start there), is handed one case, checks it and ends. The next case's fork is made and
+// prepares while this one's checks: preparing waits on sockets more than it computes.
+class FreshForks {
+ public:
+  explicit FreshForks(const WorkerHunt& hunt) : hunt_(hunt) {
+    // Tried once in a fork of its own, so that cases that cannot run here stop the hunt with the
+    // reason, as they do without forks.
+    WorkerProcess trial;
+    trial.start([&](FILE*, int out) { hunt_.prepare(); write_all(out, "ready\n"); }, /*with_input=*/false);
+    const std::optional<std::string> line = trial.read_line();
+    (void)line_of_fork(trial, line, "preparing the cases");
+    next_ = start();
+  }
+
+  json check(int64_t index) {
+    std::unique_ptr<WorkerProcess> fork = std::move(next_);
+    (void)fork->send(std::to_string(index) + "\n");  // a fork that died preparing says so below
+    next_ = start();
+    const std::optional<std::string> line = fork->read_line();
+    return json::parse(line_of_fork(*fork, line, "checking case " + std::to_string(index)));
+  }
+
+ private:
+  std::unique_ptr<WorkerProcess> start() {
+    auto fork = std::make_unique<WorkerProcess>();
+    fork->start(
+        [&](FILE* in, int out) {
+          hunt_.prepare();
+          char text[32];
+          if (std::fgets(text, sizeof text, in) == nullptr) std::_Exit(0);  // no case came: the worker ended
+          const int64_t index = std::stoll(text);
+          write_all(out, to_json(hunt_.check(index)).dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+        },
+        /*with_input=*/true);
+    return fork;
+  }
+
+  const WorkerHunt& hunt_;
+  std::unique_ptr<WorkerProcess> next_;
+};
 
 // One worker's line protocol, worker to parent: "start N K" before case N (K: the out-of-memory
 // kills so far, oom_kills), the case's result as JSON after it, "done" at the end, or "error
@@ -65,10 +96,9 @@ void worker_body(int64_t first, int64_t stride, const WorkerHunt& hunt, int out)
   // case, as the parent may be busy writing the last case's finding when a kill comes.
   std::string pending;
   try {
+    std::optional<FreshForks> forks;
     if (hunt.fresh_process_per_case) {
-      // Prepared in each case's fork; tried once here, so that cases that cannot run here stop
-      // the hunt with the reason, as they do without forks.
-      (void)in_a_fork([&] { hunt.prepare(); return std::string("ready"); }, "preparing the cases");
+      forks.emplace(hunt);
     } else {
       hunt.prepare();
     }
@@ -76,7 +106,7 @@ void worker_body(int64_t first, int64_t stride, const WorkerHunt& hunt, int out)
       pending += "start " + std::to_string(index) + " " + std::to_string(oom_kills()) + "\n";
       write_all(out, pending);
       pending.clear();  // sent: an exception in this case must not send it again
-      json line = hunt.fresh_process_per_case ? check_in_a_fork(hunt, index) : to_json(hunt.check(index));
+      json line = forks ? forks->check(index) : to_json(hunt.check(index));
       line["case"] = index;
       pending = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     }
