@@ -118,6 +118,8 @@ int command_bench(const Args& args) {
   double eager_seconds = 0;
   double check_seconds = 0;
   double untriaged_seconds = 0;  // the same checks without the trace and the cause signatures
+  double lazy_seconds = 0;  // the same checks with eager mode only where needed (--eager when-needed)
+  int64_t lazy_without_eager = 0;
   int64_t eager_ops = 0;
   int64_t check_ops = 0;
   int64_t cases = 0;  // checked: fewer than requested when interrupted
@@ -138,6 +140,10 @@ int command_bench(const Args& args) {
     auto t3 = Clock::now();
     if (triaged_first) (void)check_case(c, *oracle, *sut, untriaged);
     auto t4 = Clock::now();
+    const CaseResult lazy = check_case(c, *oracle, *sut, {}, EagerRun::when_needed);
+    auto t5 = Clock::now();
+    lazy_seconds += std::chrono::duration<double>(t5 - t4).count();
+    lazy_without_eager += lazy.eager_ran ? 0 : 1;
     eager_seconds += std::chrono::duration<double>(t1 - t0).count();
     check_seconds += std::chrono::duration<double>(t3 - t2).count();
     untriaged_seconds += std::chrono::duration<double>(triaged_first ? t4 - t3 : t2 - t1).count();
@@ -166,7 +172,11 @@ int command_bench(const Args& args) {
             << std::setprecision(2) << "  check-to-eager cost ratio: " << cost_ratio << " (op executions ratio "
             << op_ratio << ": the floor; harness overhead is what lies above it)\n"
             << std::setprecision(1) << "  triage (the op trace and the cause signatures): "
-            << 100.0 * (check_seconds - untriaged_seconds) / untriaged_seconds << " % of a check without them\n";
+            << 100.0 * (check_seconds - untriaged_seconds) / untriaged_seconds << " % of a check without them\n"
+            << "  eager mode when needed (recheck run --eager when-needed): " << cases / lazy_seconds << " cases/s, "
+            << std::setprecision(2) << check_seconds / lazy_seconds << "x the full check's; eager mode left out on "
+            << lazy_without_eager << " of " << cases << " cases (" << subject.change << " against " << subject.oracle
+            << ")\n";
   if (args.has("json")) {
     write_json_report(args.get("json", "-"), {{"tool", "recheck"},
                                               {"command", "bench"},
@@ -183,7 +193,9 @@ int command_bench(const Args& args) {
                                               {"check_to_eager_cost_ratio", cost_ratio},
                                               {"untriaged_check_seconds", untriaged_seconds},
                                               {"triage_cost_fraction", (check_seconds - untriaged_seconds) / untriaged_seconds},
-                                              {"op_executions_ratio", op_ratio}});
+                                              {"op_executions_ratio", op_ratio},
+                                              {"eager_when_needed_seconds", lazy_seconds},
+                                              {"eager_when_needed_cases_without_eager", lazy_without_eager}});
   }
   return 0;
 }

@@ -88,6 +88,11 @@ options:
                     the oracle then runs the case alone in a worker: a crash it makes too is
                     the released function's (pre-existing, reported, not a failure); a worker
                     the kernel's out-of-memory killer ends is a skipped case instead
+  --eager WHEN      always (the default): eager mode runs on every case; when-needed: only
+                    where the oracle and the sut do not agree on everything a property reading
+                    it judges (or an alarm needs it): regression, divergent and fixed verdicts
+                    are the same, pre-existing ones of those properties are counted only where
+                    it ran (the report says on how many cases)
   --fresh-process   check each case in a fresh fork of its worker, which imported the code
                     under test and called none of it: what one case leaves in the process (a
                     first-call flag, a cache, a global RNG tracker) cannot hide or cause a
@@ -137,6 +142,11 @@ int command_run(const Args& args) {
   }
   check_output_files(args, {"json", "junit"});
   const int64_t threads = args.number("threads", 0, 0, 1024);
+  const std::string eager_option = args.get("eager", "always");
+  if (eager_option != "always" && eager_option != "when-needed") {
+    throw UsageError("--eager: expected always or when-needed, got '" + eager_option + "'");
+  }
+  const EagerRun eager_run = eager_option == "always" ? EagerRun::always : EagerRun::when_needed;
   const int jobs = jobs_option(args);
   if (jobs > 1 && args.flag("no-isolate")) throw UsageError("--jobs above 1 checks cases in worker processes: not with --no-isolate");
   if (args.flag("fresh-process") && args.flag("no-isolate")) {
@@ -251,8 +261,10 @@ int command_run(const Args& args) {
     progress.sample(elapsed(), summary.cases(), static_cast<int64_t>(findings.size()) + not_listed, alarms_found,
                     static_cast<int64_t>(buckets.size()), last);
   };
+  int64_t eager_skipped = 0;  // cases checked without eager mode (--eager when-needed)
   auto handle = [&](int64_t index, const CaseResult& result) {
     summary.add(result);
+    if (result.skipped.empty() && !result.eager_ran) ++eager_skipped;
     for (const PropertyResult& r : result.results) alarms_found += is_alarm(r.classification) ? 1 : 0;
     op_executions += result.op_executions;
     if (!result.skipped.empty()) {
@@ -283,7 +295,7 @@ int command_run(const Args& args) {
     // Set where the cases run (the worker), so this process keeps clear of torch's thread pools.
     if (threads > 0 && !threads_set) at::set_num_threads(static_cast<int>(threads));
     threads_set = true;
-    return check_case(draw_case(gen, seed + static_cast<uint64_t>(index)), *oracle, *sut, run_options, EagerRun::always,
+    return check_case(draw_case(gen, seed + static_cast<uint64_t>(index)), *oracle, *sut, run_options, eager_run,
                       claims);
   };
   // With more than one rank, the other ranks check each case alongside (runner/ranks.h).
@@ -380,6 +392,7 @@ int command_run(const Args& args) {
                    {"crashes", crashes},
                    {"pre_existing_crashes", pre_existing_crashes},
                    {"skipped", summary.skipped()},
+                   {"eager", {{"when", eager_option}, {"cases_without", eager_skipped}}},
                    {"error", worker_failed.empty() ? json() : json(worker_failed)},
                    {"summary", summary.to_json()},
                    {"findings", findings},
@@ -422,6 +435,12 @@ int command_run(const Args& args) {
             << (total_seconds > 0 ? summary.cases() / total_seconds : 0.0) << " cases/s), sut " << sut->name()
             << ", oracle " << oracle->name() << ", seed " << seed << (runner::interrupted() ? ", interrupted" : "") << "\n\n"
             << summary.table() << "\n";
+  if (eager_run == EagerRun::when_needed) {
+    std::cout << "eager mode: ran on " << summary.cases() - summary.skipped() - eager_skipped << " of "
+              << summary.cases() - summary.skipped()
+              << " cases (--eager when-needed: left out where the oracle and the sut agree on all it judges; the "
+                 "properties reading it count pre-existing verdicts only where it ran)\n";
+  }
   if (summary.skipped() > 0) {
     std::cout << "skipped: " << summary.skipped() << " cases too large for the memory (first, " << first_skipped
               << ")\n";
@@ -466,6 +485,6 @@ int command_run(const Args& args) {
 
 }  // namespace
 
-const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate", "fresh-process", "minimize-alarms-only"}, {"subject", "sut", "oracle", "claims", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "junit", "minimize-seconds", "previous", "threads", "cpu-memory-budget", "world-size", "jobs"}, command_run, false};
+const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate", "fresh-process", "minimize-alarms-only"}, {"subject", "sut", "oracle", "claims", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "junit", "minimize-seconds", "previous", "threads", "cpu-memory-budget", "world-size", "jobs", "eager"}, command_run, false};
 
 }  // namespace recheck::cli

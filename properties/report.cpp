@@ -62,6 +62,7 @@ CaseResult check_case(const Case& c, CheckpointImplementation& oracle, Checkpoin
   }
   const auto result_of = [&] {
     CaseResult result;
+    result.eager_ran = eager_observed.has_value();
     result.op_executions = oracle_observed.op_executions + sut_observed.op_executions;
     if (eager_observed) result.op_executions += eager_observed->op_executions;
     const Observations* eager_or_none = eager_observed ? &*eager_observed : nullptr;

@@ -24,6 +24,9 @@ struct CaseResult {
   std::string skipped;
   // What the code under test logged while the case ran (core/logged.h), counted.
   LoggedCounts logged;
+  // Whether eager mode ran (EagerRun::when_needed leaves it out where the oracle and the sut agree;
+  // the properties reading it are then not among the results).
+  bool eager_ran = true;
   bool has_alarm() const;
   const PropertyResult* first_alarm() const;  // the first regression or divergence; null when none
   bool all_pass() const;

@@ -36,6 +36,7 @@ json to_json(const CaseResult& result) {
               {"skipped", result.skipped.empty() ? json() : json(result.skipped)},
               {"properties", properties}};
   if (!result.logged.empty()) out["logged"] = result.logged;
+  if (!result.eager_ran) out["eager_ran"] = false;
   return out;
 }
 
@@ -44,6 +45,7 @@ CaseResult case_result_from_json(const json& j) {
   result.op_executions = j.at("op_executions").get<int64_t>();
   if (!j.at("skipped").is_null()) result.skipped = j.at("skipped").get<std::string>();
   if (j.contains("logged")) result.logged = j.at("logged").get<LoggedCounts>();
+  result.eager_ran = j.value("eager_ran", true);
   for (const json& r : j.at("properties")) {
     result.results.push_back({r.at("property").get<std::string>(),
                               verdict_from(r.at("oracle_holds").get<bool>(), r.at("oracle").get<std::string>()),
