@@ -196,6 +196,42 @@ TEST(Python, a_head_that_fixes_part_of_what_its_base_gets_wrong_raises_no_alarm)
   }
 }
 
+// A mistake that behaves otherwise on the process's first call only: the clearing change, made
+// on every call but the first. In a long-lived worker it clears on all cases but that worker's
+// first; each case in a fresh process (the gate's default) sees the first call every time, and
+// the gate fails grad-released.
+TEST(Python, a_mistake_on_the_first_call_in_a_process_fails_the_gate) {
+  const std::string original_path = megatron_random_py();
+  if (original_path.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
+  const std::string package = original_path.substr(0, original_path.find("/megatron/core/")) + "/megatron";
+  const std::string work = ::testing::TempDir() + "/gate-first-call";
+  ASSERT_EQ(system(("rm -rf " + work + " && mkdir -p " + work + "/base " + work + "/head && cp -r " + package + " " + work +
+                    "/base/ && cp -r " + package + " " + work + "/head/").c_str()),
+            0);
+  const std::string head_file = work + "/head/megatron/core/tensor_parallel/random.py";
+  {
+    std::ifstream in(head_file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string collect =
+        "        grads = tuple(inp.grad if isinstance(inp, torch.Tensor) else inp for inp in detached_inputs)\n";
+    const size_t at = text.find(collect);
+    ASSERT_NE(at, std::string::npos);
+    text.insert(at + collect.size(),
+                "        if getattr(CheckpointFunction, '_called_before', False):\n"
+                "            for inp in detached_inputs:\n"
+                "                if isinstance(inp, torch.Tensor):\n"
+                "                    inp.grad = None\n"
+                "        CheckpointFunction._called_before = True\n");
+    std::ofstream(head_file) << text;
+  }
+  const auto gate = test_shell::run_shell("cd " + work + " && " + std::string(test_paths::source_dir()) +
+                                          "/tools/gate-pr --base base --head head --claims clearing --cases 60 --seconds 0 "
+                                          "--jobs 2 --minimize-seconds 5 --recheck " +
+                                          test_paths::recheck_binary() + " --out " + work + "/out");
+  EXPECT_EQ(gate.exit_code, 1) << gate.output;
+  EXPECT_NE(gate.output.find("the finding that decides it:\n  regression grad-released"), std::string::npos) << gate.output;
+}
+
 // Bad arguments to the gate: one line naming what was wrong, exit 2 (1 means a regression).
 TEST(Python, the_gate_refuses_bad_arguments_in_one_line_with_exit_2) {
   const std::string gate = std::string(test_paths::source_dir()) + "/tools/gate-pr";
