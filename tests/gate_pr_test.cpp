@@ -142,20 +142,29 @@ TEST(Python, the_gate_gives_the_same_verdicts_from_any_folder) {
   EXPECT_EQ(a.find("not_checked\": \"allocations"), std::string::npos) << a;
 }
 
+// Two copies of the installed megatron package, WORK/A/megatron and WORK/B/megatron (the second's
+// random.py to be edited by the test), made afresh; the path of the second's random.py, or "" when
+// megatron-core is not installed or the copy failed.
+std::string two_trees(const std::string& work, const std::string& a, const std::string& b) {
+  const std::string original_path = megatron_random_py();
+  if (original_path.empty()) return "";
+  const std::string package = original_path.substr(0, original_path.find("/megatron/core/")) + "/megatron";
+  if (system(("rm -rf " + work + " && mkdir -p " + work + "/" + a + " " + work + "/" + b + " && cp -r " + package + " " +
+              work + "/" + a + "/ && cp -r " + package + " " + work + "/" + b + "/").c_str()) != 0) {
+    return "";
+  }
+  return work + "/" + b + "/megatron/core/tensor_parallel/random.py";
+}
+
 // The classes of false alarm the gate's budget raised on Megatron's fix of its tracker
 // (965cfd316c, base its parent), each kept as a case in tests/data/gate/ and replayed here on
 // megatron-core 0.16.1 against 0.16.1 with that fix undone (tools/gate-history's
 // stale-nested-fork): as a fix (the base has the bug) nothing is an alarm, each class is
 // pre-existing and says why; as the mistake (the head has the bug) the case still fails.
 TEST(Python, a_head_that_fixes_part_of_what_its_base_gets_wrong_raises_no_alarm) {
-  const std::string original_path = megatron_random_py();
-  if (original_path.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
-  const std::string package = original_path.substr(0, original_path.find("/megatron/core/")) + "/megatron";
   const std::string work = ::testing::TempDir() + "/gate-fix-classes";
-  ASSERT_EQ(system(("rm -rf " + work + " && mkdir -p " + work + "/clean " + work + "/stale && cp -r " + package + " " + work +
-                    "/clean/ && cp -r " + package + " " + work + "/stale/").c_str()),
-            0);
-  const std::string stale_file = work + "/stale/megatron/core/tensor_parallel/random.py";
+  const std::string stale_file = two_trees(work, "clean", "stale");
+  if (stale_file.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
   {
     std::ifstream in(stale_file);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -201,14 +210,9 @@ TEST(Python, a_head_that_fixes_part_of_what_its_base_gets_wrong_raises_no_alarm)
 // first; each case in a fresh process (the gate's default) sees the first call every time, and
 // the gate fails grad-released.
 TEST(Python, a_mistake_on_the_first_call_in_a_process_fails_the_gate) {
-  const std::string original_path = megatron_random_py();
-  if (original_path.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
-  const std::string package = original_path.substr(0, original_path.find("/megatron/core/")) + "/megatron";
   const std::string work = ::testing::TempDir() + "/gate-first-call";
-  ASSERT_EQ(system(("rm -rf " + work + " && mkdir -p " + work + "/base " + work + "/head && cp -r " + package + " " + work +
-                    "/base/ && cp -r " + package + " " + work + "/head/").c_str()),
-            0);
-  const std::string head_file = work + "/head/megatron/core/tensor_parallel/random.py";
+  const std::string head_file = two_trees(work, "base", "head");
+  if (head_file.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
   {
     std::ifstream in(head_file);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
