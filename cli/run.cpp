@@ -446,7 +446,7 @@ int command_run(const Args& args) {
               << ")\n";
   }
   if (buckets.size() > 0) {
-    std::cout << "\n" << buckets.describe();
+    std::cout << "\n" << buckets.describe_by_cause();
     if (minimized > 0) {
       std::cout << "(" << minimized << " of them minimized after the run, in " << std::setprecision(1)
                 << std::chrono::duration<double>(Clock::now() - minimizing_start).count() << " s of the "

@@ -2,10 +2,16 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "embedded/known_causes_json.h"
 
 namespace recheck {
 
@@ -136,6 +142,101 @@ Buckets Buckets::from_json(const json& j) {
   return buckets;
 }
 
+namespace {
+
+// One bucket's first case, minimized case and replay line, as describe() prints them.
+void describe_cases(std::ostringstream& out, const Bucket& b) {
+  if (!b.file.empty() && b.found_in == b.file) {
+    out << "         first: " << b.file << "\n";  // an input of its own (recheck triage)
+  } else {
+    out << "         first: case " << b.first_case << " (draw seed " << b.draw_seed << ")"
+        << (b.found_in.empty() ? "" : " of " + b.found_in) << (b.file.empty() ? "" : ", " + b.file) << "\n";
+  }
+  if (!b.minimized.empty()) out << "         minimized: " << b.minimized << " (" << b.minimized_ops << " ops)\n";
+  if (!b.replay.empty()) out << "         replay: " << b.replay << "\n";
+}
+
+struct KnownCause {
+  std::string id;
+  std::vector<std::regex> patterns;
+};
+
+const std::vector<KnownCause>& known_causes() {
+  static const std::vector<KnownCause> causes = [] {
+    std::vector<KnownCause> list;
+    const json catalogue = json::parse(embedded::kKnownCausesJson);
+    for (const json& cause : catalogue.at("causes")) {
+      KnownCause c{cause.at("id").get<std::string>(), {}};
+      for (const json& pattern : cause.at("signatures")) c.patterns.emplace_back(pattern.get<std::string>());
+      list.push_back(std::move(c));
+    }
+    return list;
+  }();
+  return causes;
+}
+
+}  // namespace
+
+std::string known_cause_of(const std::string& signature) {
+  for (const KnownCause& cause : known_causes()) {
+    for (const std::regex& pattern : cause.patterns) {
+      if (std::regex_search(signature, pattern)) return cause.id;
+    }
+  }
+  return "";
+}
+
+std::string Buckets::describe_by_cause(size_t detailed) const {
+  std::ostringstream out;
+  const std::vector<const Bucket*> list = ordered();
+  const std::string all = describe(0);
+  out << all.substr(0, all.find('\n') + 1);  // the line that counts them
+  std::map<std::string, std::pair<int64_t, int64_t>> by_cause;  // findings, buckets
+  std::vector<const Bucket*> unexplained;
+  int64_t others = 0;
+  int64_t other_buckets = 0;
+  for (const Bucket* b : list) {
+    if (b->count == 0) continue;
+    if (b->alarm) {
+      out << " ALARM " << (b->status.empty() ? "" : "[" + b->status + "] ") << b->count << "  " << b->signature << "\n";
+      describe_cases(out, *b);
+      continue;
+    }
+    others += b->count;
+    ++other_buckets;
+    const std::string cause = known_cause_of(b->signature);
+    if (cause.empty()) {
+      unexplained.push_back(b);
+    } else {
+      by_cause[cause].first += b->count;
+      ++by_cause[cause].second;
+    }
+  }
+  if (other_buckets == 0) return out.str();
+  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> causes(by_cause.begin(), by_cause.end());
+  std::sort(causes.begin(), causes.end(), [](const auto& a, const auto& b) {
+    return a.second.first != b.second.first ? a.second.first > b.second.first : a.first < b.first;
+  });
+  out << "  " << others << " other findings (pre-existing, fixed, unreached) in " << other_buckets
+      << " buckets, by known cause (docs/known-causes.md; the --json report lists every bucket):";
+  for (size_t i = 0; i < causes.size(); ++i) {
+    out << (i == 0 ? " " : ", ") << causes[i].first << " " << causes[i].second.first;
+  }
+  if (causes.empty()) out << " none";
+  out << "\n";
+  if (!unexplained.empty()) {
+    int64_t count = 0;
+    for (const Bucket* b : unexplained) count += b->count;
+    out << "  no known cause: " << count << " findings in " << unexplained.size() << " buckets\n";
+    for (size_t i = 0; i < unexplained.size(); ++i) {
+      out << "       " << (unexplained[i]->status.empty() ? "" : "[" + unexplained[i]->status + "] ")
+          << unexplained[i]->count << "  " << unexplained[i]->signature << "\n";
+      if (i < detailed) describe_cases(out, *unexplained[i]);
+    }
+  }
+  return out.str();
+}
+
 std::string Buckets::describe(size_t detailed) const {
   std::ostringstream out;
   const std::vector<const Bucket*> list = ordered();
@@ -155,16 +256,7 @@ std::string Buckets::describe(size_t detailed) const {
     if (b->count == 0) continue;
     if (!b->alarm && shown >= detailed) continue;
     if (!b->alarm) ++shown;
-    if (!b->file.empty() && b->found_in == b->file) {
-      out << "         first: " << b->file << "\n";  // an input of its own (recheck triage)
-    } else {
-      out << "         first: case " << b->first_case << " (draw seed " << b->draw_seed << ")"
-          << (b->found_in.empty() ? "" : " of " + b->found_in) << (b->file.empty() ? "" : ", " + b->file) << "\n";
-    }
-    if (!b->minimized.empty()) {
-      out << "         minimized: " << b->minimized << " (" << b->minimized_ops << " ops)\n";
-    }
-    if (!b->replay.empty()) out << "         replay: " << b->replay << "\n";
+    describe_cases(out, *b);
   }
   return out.str();
 }

@@ -60,10 +60,18 @@ class Buckets {
   // The list a report prints after its table: one line per bucket (count, signature), and under
   // the alarms and the `detailed` largest others, the first case, the minimized one and replay.
   std::string describe(size_t detailed = 10) const;
+  // The same, readable at a glance for a run's end: the alarms as describe() shows them, then the
+  // other findings counted by known cause (known_cause_of), and only the buckets no known cause
+  // covers listed, the `detailed` largest with their cases. The report's JSON lists every bucket.
+  std::string describe_by_cause(size_t detailed = 10) const;
 
  private:
   std::map<std::string, Bucket> buckets_;
 };
+
+// The id of the first cause of docs/known-causes.json (embedded at build time) whose signature
+// patterns match `signature` (searched, as tools/explain-buckets does), "" when none does.
+std::string known_cause_of(const std::string& signature);
 
 // The buckets of a report written by `recheck run --json` (its "buckets"), or of a campaign's
 // merged report; throws std::runtime_error with one line saying what the file is not.

@@ -393,6 +393,20 @@ TEST(KnownCauses, name_every_pre_existing_bucket_of_the_released_function_and_no
   const Result named = test_shell::run_shell(explain + dir + "/a.json");
   EXPECT_EQ(named.exit_code, 0) << named.output;
   EXPECT_NE(named.output.find(" 0 unexplained"), std::string::npos) << named.output;
+  // recheck's own reading of the catalogue (std::regex) names every bucket as the tool does
+  // (Python's re), and the run's report counts them by cause instead of listing them.
+  const Result listed = test_shell::run_shell(explain + dir + "/a.json --markdown");
+  for (const json& b : read_json(dir + "/a.json").at("buckets")) {
+    const std::string cause = known_cause_of(b.at("signature").get<std::string>());
+    EXPECT_NE(cause, "") << b.dump();
+    std::string escaped = b.at("signature").get<std::string>();
+    for (size_t at = escaped.find('|'); at != std::string::npos; at = escaped.find('|', at + 2)) escaped.insert(at, "\\");
+    const size_t row = listed.output.find("`" + escaped + "`");
+    ASSERT_NE(row, std::string::npos) << escaped;
+    EXPECT_EQ(listed.output.rfind("#### `" + cause + "`", row), listed.output.rfind("#### `", row)) << escaped;
+  }
+  EXPECT_NE(released.output.find("by known cause (docs/known-causes.md"), std::string::npos) << released.output;
+  EXPECT_EQ(released.output.find("no known cause:"), std::string::npos) << released.output;
 
   const Result mutant = run("run --sut cpu-rng-only --seed 1 --cases 200 --quiet --minimize-seconds 0 --out " + dir +
                             "/m --json " + dir + "/m.json");
