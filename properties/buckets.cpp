@@ -144,6 +144,12 @@ Buckets Buckets::from_json(const json& j) {
 
 namespace {
 
+// One bucket's line: ALARM or not, new/still/gone, its count and signature.
+void describe_line(std::ostringstream& out, const Bucket& b) {
+  out << (b.alarm ? " ALARM " : "       ") << (b.status.empty() ? "" : "[" + b.status + "] ") << b.count << "  "
+      << b.signature << "\n";
+}
+
 // One bucket's first case, minimized case and replay line, as describe() prints them.
 void describe_cases(std::ostringstream& out, const Bucket& b) {
   if (!b.file.empty() && b.found_in == b.file) {
@@ -189,16 +195,15 @@ std::string known_cause_of(const std::string& signature) {
 std::string Buckets::describe_by_cause(size_t detailed) const {
   std::ostringstream out;
   const std::vector<const Bucket*> list = ordered();
-  const std::string all = describe(0);
-  out << all.substr(0, all.find('\n') + 1);  // the line that counts them
-  std::map<std::string, std::pair<int64_t, int64_t>> by_cause;  // findings, buckets
+  describe_count(out, list);
+  std::map<std::string, int64_t> by_cause;  // findings
   std::vector<const Bucket*> unexplained;
   int64_t others = 0;
   int64_t other_buckets = 0;
   for (const Bucket* b : list) {
     if (b->count == 0) continue;
     if (b->alarm) {
-      out << " ALARM " << (b->status.empty() ? "" : "[" + b->status + "] ") << b->count << "  " << b->signature << "\n";
+      describe_line(out, *b);
       describe_cases(out, *b);
       continue;
     }
@@ -208,19 +213,18 @@ std::string Buckets::describe_by_cause(size_t detailed) const {
     if (cause.empty()) {
       unexplained.push_back(b);
     } else {
-      by_cause[cause].first += b->count;
-      ++by_cause[cause].second;
+      by_cause[cause] += b->count;
     }
   }
   if (other_buckets == 0) return out.str();
-  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> causes(by_cause.begin(), by_cause.end());
+  std::vector<std::pair<std::string, int64_t>> causes(by_cause.begin(), by_cause.end());
   std::sort(causes.begin(), causes.end(), [](const auto& a, const auto& b) {
-    return a.second.first != b.second.first ? a.second.first > b.second.first : a.first < b.first;
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
   });
   out << "  " << others << " other findings (pre-existing, fixed, unreached) in " << other_buckets
       << " buckets, by known cause (docs/known-causes.md; the --json report lists every bucket):";
   for (size_t i = 0; i < causes.size(); ++i) {
-    out << (i == 0 ? " " : ", ") << causes[i].first << " " << causes[i].second.first;
+    out << (i == 0 ? " " : ", ") << causes[i].first << " " << causes[i].second;
   }
   if (causes.empty()) out << " none";
   out << "\n";
@@ -229,17 +233,14 @@ std::string Buckets::describe_by_cause(size_t detailed) const {
     for (const Bucket* b : unexplained) count += b->count;
     out << "  no known cause: " << count << " findings in " << unexplained.size() << " buckets\n";
     for (size_t i = 0; i < unexplained.size(); ++i) {
-      out << "       " << (unexplained[i]->status.empty() ? "" : "[" + unexplained[i]->status + "] ")
-          << unexplained[i]->count << "  " << unexplained[i]->signature << "\n";
+      describe_line(out, *unexplained[i]);
       if (i < detailed) describe_cases(out, *unexplained[i]);
     }
   }
   return out.str();
 }
 
-std::string Buckets::describe(size_t detailed) const {
-  std::ostringstream out;
-  const std::vector<const Bucket*> list = ordered();
+void Buckets::describe_count(std::ostringstream& out, const std::vector<const Bucket*>& list) const {
   int64_t findings = 0;
   for (const Bucket* b : list) findings += b->count;
   out << "buckets: " << findings << " findings in " << std::count_if(list.begin(), list.end(), [](const Bucket* b) { return b->count > 0; })
@@ -249,10 +250,15 @@ std::string Buckets::describe(size_t detailed) const {
         << count("gone") << " gone)";
   }
   out << "\n";
+}
+
+std::string Buckets::describe(size_t detailed) const {
+  std::ostringstream out;
+  const std::vector<const Bucket*> list = ordered();
+  describe_count(out, list);
   size_t shown = 0;
   for (const Bucket* b : list) {
-    out << (b->alarm ? " ALARM " : "       ") << (b->status.empty() ? "" : "[" + b->status + "] ") << b->count << "  "
-        << b->signature << "\n";
+    describe_line(out, *b);
     if (b->count == 0) continue;
     if (!b->alarm && shown >= detailed) continue;
     if (!b->alarm) ++shown;

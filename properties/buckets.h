@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <vector>
@@ -66,6 +67,9 @@ class Buckets {
   std::string describe_by_cause(size_t detailed = 10) const;
 
  private:
+  // The line that counts the findings and buckets (and, compared, new, still and gone).
+  void describe_count(std::ostringstream& out, const std::vector<const Bucket*>& list) const;
+
   std::map<std::string, Bucket> buckets_;
 };
 
