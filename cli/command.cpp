@@ -142,9 +142,32 @@ const Subject& subject_option(const Args& args) {
   return default_subject();
 }
 
-std::string sut_option(const Args& args) { return args.get("sut", subject_option(args).change); }
+namespace {
 
-std::string oracle_option(const Args& args) { return args.get("oracle", subject_option(args).oracle); }
+// A Python function named on the command line (python:FILE.py:ATTR, python:MODULE:ATTR) that no
+// subject declares joins --subject's for this process, as its change (--sut) or its oracle: its
+// checks are that subject's properties, not the default subject's.
+std::string joined_to_subject(const Args& args, const std::string& name, VariantKind kind) {
+  if (!args.has("subject") || name.rfind("python", 0) != 0 || subject_declaring(name) != nullptr) return name;
+  Subject subject = subject_option(args);
+  subject.implementations.push_back({name, "given on the command line, judged as " + subject.name, kind});
+  register_subject(std::move(subject));
+  return name;
+}
+
+}  // namespace
+
+std::string sut_option(const Args& args) {
+  return joined_to_subject(args, args.get("sut", subject_option(args).change), VariantKind::change);
+}
+
+std::string oracle_option(const Args& args) {
+  return joined_to_subject(args, args.get("oracle", subject_option(args).oracle), VariantKind::oracle);
+}
+
+std::string subject_argument(const Args& args) {
+  return args.has("subject") ? " --subject " + args.get("subject", "") : "";
+}
 
 std::string device_option(const Args& args, const char* option) {
   const std::string device = args.get(option, "cpu");

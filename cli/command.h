@@ -163,9 +163,13 @@ std::unique_ptr<CheckpointImplementation> make_variant(const std::string& name);
 // otherwise the default subject (suts/subject.h). A usage error naming the known ones for an
 // unknown name.
 const Subject& subject_option(const Args& args);
-// --sut and --oracle, defaulting to the subject's change and oracle.
+// --sut and --oracle, defaulting to the subject's change and oracle. With --subject, a Python
+// function no subject declares (python:FILE.py:ATTR) is judged by that subject's properties: it
+// joins the subject, for this process, as its change or its oracle.
 std::string sut_option(const Args& args);
 std::string oracle_option(const Args& args);
+// " --subject NAME" for a replay line when the command was given one; "".
+std::string subject_argument(const Args& args);
 // The limits a command reads cases under: --limits, or the defaults. The interpreter holds the
 // values it makes at run time to the same element limit.
 Limits limits_of(const Args& args);

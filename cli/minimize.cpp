@@ -172,8 +172,8 @@ int command_minimize(const Args& args) {
             << original.leaves.size() << " -> " << smallest.leaves.size() << "\n"
             << candidates_checked << " candidates checked, " << reduce_stats.accepted << " kept, "
             << std::fixed << std::setprecision(1) << seconds << " s\n"
-            << show(smallest) << "wrote " << out << "\nreplay: " << replay_command(*sut, *oracle) << " repro " << out << " --sut "
-            << sut->name() << (oracle->name() != subject.oracle ? " --oracle " + oracle->name() : "")
+            << show(smallest) << "wrote " << out << "\nreplay: " << replay_command(*sut, *oracle) << " repro " << out << subject_argument(args)
+            << " --sut " << sut->name() << (oracle->name() != subject.oracle ? " --oracle " + oracle->name() : "")
             << claims_argument(claims) << world_size_argument() << "\n";
   if (interrupted) std::cout << "interrupted: wrote the smallest case found so far\n";
   return 0;

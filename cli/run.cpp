@@ -246,7 +246,7 @@ int command_run(const Args& args) {
       if (alarm) {
         std::cerr << classification << ": " << property << " in case " << index << " (draw seed " << draw_seed
                   << ")\n    sut: " << sut_text << "\n    oracle: " << oracle_text << "\n    replay: "
-                  << replay << " repro " << file << " --sut " << sut->name() << " --oracle " << oracle->name()
+                  << replay << " repro " << file << subject_argument(args) << " --sut " << sut->name() << " --oracle " << oracle->name()
                   << claims_argument(claims) << world_size_argument() << "\n";
       }
     }
@@ -417,8 +417,8 @@ int command_run(const Args& args) {
   const double minimize_seconds =
       minimize_option >= 0 ? static_cast<double>(minimize_option) : std::max(5.0, total_seconds / 10);
   const auto minimizing_start = Clock::now();
-  const std::string replay_suffix = " --sut " + sut->name() + " --oracle " + oracle->name() + claims_argument(claims) +
-                                    world_size_argument();
+  const std::string replay_suffix = subject_argument(args) + " --sut " + sut->name() + " --oracle " + oracle->name() +
+                                    claims_argument(claims) + world_size_argument();
   const auto first_case = [&](const Bucket& b) { return draw_case(gen, b.draw_seed); };
   if (minimize_seconds > 0 && buckets.size() > 0 && worker_failed.empty() && !runner::interrupted() &&
       world_size == 1 && !args.flag("no-isolate")) {

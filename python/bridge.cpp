@@ -23,6 +23,7 @@
 #include "core/memory.h"
 #include "embedded/bridge_py.h"
 #include "embedded/loading_py.h"
+#include "embedded/megatron_entry_points_py.h"
 #include "embedded/pr_wrapper_py.h"
 #include "python/subjects.h"
 #include "suts/checkpoint.h"
@@ -280,10 +281,12 @@ class Interpreter {
       py::object module = py::module_::import("types").attr("ModuleType")("recheck_bridge");
       // The Python half (python/bridge.py: the CPU shim for the CUDA RNG calls Megatron makes,
       // the two calling conventions, the tracker and flag accessors; python/loading.py: loading
-      // the code under test, and why it could not be) and the PR's change as a wrapper
-      // (python/pr_wrapper.py), embedded at build time.
+      // the code under test, and why it could not be; python/megatron_entry_points.py: Megatron's
+      // checkpoint classes given by name) and the PR's change as a wrapper (python/pr_wrapper.py),
+      // embedded at build time.
       py::exec(embedded::kBridgePy, module.attr("__dict__"));
       py::exec(embedded::kLoadingPy, module.attr("__dict__"));
+      py::exec(embedded::kMegatronEntryPointsPy, module.attr("__dict__"));
       py::exec(embedded::kPrWrapperPy, module.attr("__dict__"));
       sys.attr("modules")["recheck_bridge"] = module;
       // The modules subjects carry (their variants), each under the name their variant specs use.

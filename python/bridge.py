@@ -139,9 +139,13 @@ def use_cpu_device_shim(enabled):
 # reads the state with torch.cuda's (use_cpu_device_shim). Its setter queues the change with
 # torch.cuda._lazy_call, which without a GPU never runs: left unshimmed, no fork would restore
 # the device state and no recomputation would draw the forward's numbers.
+# graph_safe: the tracker Megatron makes for CUDA graphs, whose states are generator objects
+# (python/megatron_entry_points.py stands them in).
 _MEGATRON_RNG_SHIMS = {
-    "_get_cuda_rng_state": lambda device="cuda", clone=False, graph_safe=False: _recheck.device_get_state(),
-    "_set_cuda_rng_state": lambda new_state, device=-1, graph_safe=False: _recheck.device_set_state(new_state),
+    "_get_cuda_rng_state": lambda device="cuda", clone=False, graph_safe=False: (
+        graph_safe_get(clone) if graph_safe else _recheck.device_get_state()),
+    "_set_cuda_rng_state": lambda new_state, device=-1, graph_safe=False: (
+        graph_safe_set(new_state) if graph_safe else _recheck.device_set_state(new_state)),
 }
 _original_module = {}
 
@@ -177,8 +181,16 @@ def resolve(module_name, attr):
     except Exception as error:
         code_folders = [] if module_name.endswith(".py") else _folders_of_package(module_name.split(".")[0])
         raise CodeImportError(describe_import_failure(module_name, error, code_folders)) from error
+    attr_as_given = attr
+    attr, cudagraphable_rng = split_entry_point(attr)
     if not hasattr(module, attr):
         raise AttributeError(f"module {module_name} has no attribute {attr}")
+    if cudagraphable_rng:
+        use_cudagraphable_rng(module, attr_as_given)
+    # Megatron's classes given by name (python/megatron_entry_points.py): CheckpointWithoutOutput
+    # and its managers, as a module of a subject's shape.
+    if style == "megatron":
+        module = entry_point(module, attr) or module
     # A module declares another calling style itself: "function", called as
     # function(body, *args, **options) (a subject's variants, python/torch_non_reentrant/variants.py),
     # or "without_output": ATTR() makes a checkpoint without output (WithoutOutput).
@@ -566,8 +578,17 @@ def tracker_seed(module, seed, cpu_shim):
     use_megatron_shim(module, cpu_shim)
     seed_tracker = module.model_parallel_cuda_manual_seed
     parameters = _parameters_of(seed_tracker)
+    options = {name: 0 for name in _RANK_ARGUMENTS if name in parameters}
+    if seeds_cudagraphable_rng(module):
+        # The tracker made anew as Megatron makes it for CUDA graphs (resolve made one without).
+        forget_shared_generator()
+        options["use_cudagraphable_rng"] = True
+        if "force_reset_rng" in parameters:
+            options["force_reset_rng"] = True
+        elif hasattr(module, "_CUDA_RNG_STATE_TRACKER_INITIALIZED"):
+            module._CUDA_RNG_STATE_TRACKER_INITIALIZED = False
     with _ranks_read_as_zero(_rank_state_of(module)):
-        seed_tracker(seed, **{name: 0 for name in _RANK_ARGUMENTS if name in parameters})
+        seed_tracker(seed, **options)
 
 
 def tracker_enter(module, name):
@@ -584,7 +605,8 @@ def tracker_read(module):
     """(the tracker's states by name, its current state name), the name None where the tracker
     keeps none (Megatron before 965cfd316c, 2026-01-09): the C++ side then compares no name."""
     tracker = module.get_cuda_rng_tracker()
-    return dict(_tracker_states(tracker)), getattr(tracker, "_current_state_name", None)
+    states = {name: state_tensor(state) for name, state in _tracker_states(tracker).items()}
+    return states, getattr(tracker, "_current_state_name", None)
 
 
 def flag(module):

@@ -22,17 +22,21 @@
 namespace recheck {
 namespace {
 
-std::string work_dir() {
-  static const std::string dir = [] {
-    const std::string d = ::testing::TempDir() + "/gate-pr-exits";
+const std::string& work_dir() {
+  // Never destroyed: the exit handler below reads it after static objects are gone.
+  static const std::string* dir = [] {
+    // One folder per test process: CTest runs these tests side by side, and each removes its own.
+    std::string pattern = ::testing::TempDir() + "/gate-pr-exits-XXXXXX";
+    EXPECT_NE(mkdtemp(pattern.data()), nullptr) << pattern;
+    const std::string d = pattern;
     const std::string tree = "/megatron/core/tensor_parallel";
-    EXPECT_EQ(system(("rm -rf " + d + " && mkdir -p " + d + "/base" + tree + " " + d + "/head" + tree + " && touch " + d +
-                      "/base" + tree + "/random.py " + d + "/head" + tree + "/random.py")
-                         .c_str()),
-              0);
-    return d;
+    EXPECT_EQ(system(("mkdir -p " + d + "/base" + tree + " " + d + "/head" + tree).c_str()), 0);
+    // One checkpoint function, the same in both: the stand-in's stages are all that runs.
+    for (const char* side : {"/base", "/head"}) std::ofstream(d + side + tree + "/random.py") << "class CheckpointFunction:\n    pass\n";
+    std::atexit([] { (void)system(("rm -rf " + work_dir()).c_str()); });
+    return new std::string(d);
   }();
-  return dir;
+  return *dir;
 }
 
 std::string gate_line(const std::string& slice, const std::string& budget, const std::string& out) {
@@ -54,12 +58,12 @@ TEST(GatePrExits, both_stages_failing_print_the_verdict_the_deciding_finding_and
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_EQ(run.output.rfind("tools/gate-pr: FAIL: the head regresses", 0), 0u) << run.output;
   EXPECT_EQ(count_of(run.output, "tools/gate-pr: FAIL: the head regresses"), 2u) << run.output;
-  const size_t decides = run.output.find("the finding that decides it:\n  regression grads-match-eager in case 7 of the slice");
+  const size_t decides = run.output.find("the finding that decides it:\n  regression grads-match-eager in case 7 of the CheckpointFunction.slice");
   EXPECT_NE(decides, std::string::npos) << run.output;
   EXPECT_NE(run.output.find("minimized: slice-bucket-1.min.json (4 ops)\n    replay: PYTHONPATH=x recheck repro"), std::string::npos)
       << run.output;
-  EXPECT_NE(run.output.find("tools/gate-pr: slice: exit 1: seed 42, 10 cases"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("tools/gate-pr: budget: exit 1: seed 42, 10 cases"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("tools/gate-pr: CheckpointFunction.slice: exit 1: seed 42, 10 cases"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("tools/gate-pr: CheckpointFunction.budget: exit 1: seed 42, 10 cases"), std::string::npos) << run.output;
   // Pre-existing findings counted by known cause, not listed bucket by bucket.
   EXPECT_NE(run.output.find("by known cause (docs/known-causes.md): non-tensor-argument 5"), std::string::npos) << run.output;
 }
@@ -67,17 +71,17 @@ TEST(GatePrExits, both_stages_failing_print_the_verdict_the_deciding_finding_and
 TEST(GatePrExits, one_stage_failing_fails_the_gate_and_names_that_stage) {
   const auto run = test_shell::run_shell(gate_line("pass", "alarm", "budget-only"));
   EXPECT_EQ(run.exit_code, 1) << run.output;
-  EXPECT_NE(run.output.find("the finding that decides it:\n  regression grads-match-eager in case 7 of the budget"),
+  EXPECT_NE(run.output.find("the finding that decides it:\n  regression grads-match-eager in case 7 of the CheckpointFunction.budget"),
             std::string::npos)
       << run.output;
-  EXPECT_NE(run.output.find("tools/gate-pr: slice: exit 0"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("tools/gate-pr: CheckpointFunction.slice: exit 0"), std::string::npos) << run.output;
 }
 
 TEST(GatePrExits, a_stage_that_dies_without_a_report_is_an_error_not_a_verdict) {
   const auto run = test_shell::run_shell(gate_line("pass", "silent", "silent"));
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_EQ(run.output.rfind("tools/gate-pr: ERROR: the gate could not run the code", 0), 0u) << run.output;
-  EXPECT_NE(run.output.find("budget: exit 1: no report written"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("CheckpointFunction.budget: exit 1: no report written"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("(it printed nothing on its error output)"), std::string::npos) << run.output;
 }
 
@@ -85,7 +89,7 @@ TEST(GatePrExits, code_recheck_cannot_run_is_named_and_the_budget_is_not_run) {
   const auto run = test_shell::run_shell(gate_line("error", "alarm", "error"));
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("  recheck run: importing head/random.py raised SyntaxError"), std::string::npos) << run.output;
-  EXPECT_EQ(run.output.find("tools/gate-pr: budget:"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("budget:"), std::string::npos) << run.output;
 }
 
 TEST(GatePrExits, a_pass_says_so_first_and_last) {
@@ -112,7 +116,7 @@ TEST(GatePrExits, an_interrupt_ends_the_stage_and_still_prints_the_summary) {
       _exit(127);
     }
     // The budget started: its fake waits for the signal.
-    for (int i = 0; i < 200 && !std::ifstream(out + "/budget.log").good(); ++i) {
+    for (int i = 0; i < 200 && !std::ifstream(out + "/CheckpointFunction.budget.log").good(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -123,7 +127,7 @@ TEST(GatePrExits, an_interrupt_ends_the_stage_and_still_prints_the_summary) {
     const std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     ASSERT_TRUE(WIFEXITED(status)) << output;
     EXPECT_EQ(WEXITSTATUS(status), expected) << slice << " " << signal_number << "\n" << output;
-    EXPECT_NE(output.find("tools/gate-pr: budget: exit " + std::to_string(expected == 1 ? 143 : expected) +
+    EXPECT_NE(output.find("tools/gate-pr: CheckpointFunction.budget: exit " + std::to_string(expected == 1 ? 143 : expected) +
                           ": seed 42, 10 cases in 2 s, interrupted"),
               std::string::npos)
         << output;
@@ -140,9 +144,9 @@ TEST(GatePrExits, a_change_no_case_ran_is_not_reached_and_its_lines_are_listed) 
   const std::string dir = work_dir() + "/change";
   const std::string tree = "/megatron/core/tensor_parallel";
   ASSERT_EQ(system(("mkdir -p " + dir + "/base" + tree + " " + dir + "/head" + tree + " " + dir + "/comment" + tree).c_str()), 0);
-  std::ofstream(dir + "/base" + tree + "/random.py") << "import os\n\ndef f(x):\n    return x\n";
-  std::ofstream(dir + "/head" + tree + "/random.py") << "import os\n\ndef f(x):\n    y = x + 1\n    return y\n";
-  std::ofstream(dir + "/comment" + tree + "/random.py") << "import os\n\ndef f(x):\n    # x as it came\n    return x\n";
+  std::ofstream(dir + "/base" + tree + "/random.py") << "import os\n\ndef checkpoint(x):\n    return x\n";
+  std::ofstream(dir + "/head" + tree + "/random.py") << "import os\n\ndef checkpoint(x):\n    y = x + 1\n    return y\n";
+  std::ofstream(dir + "/comment" + tree + "/random.py") << "import os\n\ndef checkpoint(x):\n    # x as it came\n    return x\n";
   auto gate = [&](const std::string& head, const std::string& ran, const std::string& out) {
     return test_shell::run_shell("cd " + dir + " && FAKE_RAN=" + ran + " " + test_paths::source_dir() +
                                  "/tools/gate-pr --base base --head " + head + " --recheck " + test_paths::source_dir() +
@@ -172,6 +176,56 @@ TEST(GatePrExits, a_change_no_case_ran_is_not_reached_and_its_lines_are_listed) 
   const auto comment = gate("comment", "", "comment");
   EXPECT_EQ(comment.exit_code, 0) << comment.output;
   EXPECT_NE(comment.output.find("none of them in a function"), std::string::npos) << comment.output;
+}
+
+// Every checkpoint function both trees hold runs its slice, each through its subject; one only a
+// tree holds is named; the budget goes to the functions whose slice ran a line of the change.
+TEST(GatePrExits, every_function_both_trees_hold_runs_and_one_a_tree_lacks_is_named) {
+  const std::string dir = work_dir() + "/functions";
+  const std::string tree = "/megatron/core/tensor_parallel";
+  ASSERT_EQ(system(("mkdir -p " + dir + "/base" + tree + " " + dir + "/head" + tree).c_str()), 0);
+  const std::string common =
+      "class CheckpointFunction:\n    pass\n\nclass CheckpointWithoutOutput:\n    def f(self):\n        return 1\n";
+  std::ofstream(dir + "/base" + tree + "/random.py") << common << "\ndef checkpoint(f):\n    return f\n";
+  std::ofstream(dir + "/head" + tree + "/random.py")
+      << "class CheckpointFunction:\n    pass\n\nclass CheckpointWithoutOutput:\n    def f(self):\n        return 2\n"
+      << "\nclass MHCCheckpointManager:\n    pass\n";
+  // The stand-in records the changed line 6 for the CheckpointWithoutOutput runs alone.
+  const auto gate = test_shell::run_shell("cd " + dir + " && FAKE_RAN=6 FAKE_RAN_FOR=CheckpointWithoutOutput " +
+                                          test_paths::source_dir() + "/tools/gate-pr --base base --head head --seconds 30 --recheck " +
+                                          test_paths::source_dir() + "/tests/data/fake-recheck --out out");
+  EXPECT_EQ(gate.exit_code, 0) << gate.output;
+  EXPECT_NE(gate.output.find("function CheckpointFunction (the autograd Function): slice 10 cases\n"), std::string::npos)
+      << gate.output;
+  EXPECT_NE(gate.output.find("function CheckpointWithoutOutput (a checkpoint whose outputs the caller discards, each discard "
+                             "its own; subject megatron-checkpoint-without-output): slice 10 cases, budget 10 cases\n"),
+            std::string::npos)
+      << gate.output;
+  EXPECT_NE(gate.output.find("function checkpoint (the checkpoint() wrapper around it): not run: the head removes it"),
+            std::string::npos)
+      << gate.output;
+  EXPECT_NE(gate.output.find("function MHCCheckpointManager (CheckpointWithoutOutput, the discards of a layer made by the MHC "
+                             "manager; subject megatron-checkpoint-without-output): not run: only the head holds it"),
+            std::string::npos)
+      << gate.output;
+  // The whole budget went to the function that reached the change, through its subject.
+  std::ifstream args(dir + "/out/CheckpointWithoutOutput.budget.log");
+  const std::string budget((std::istreambuf_iterator<char>(args)), std::istreambuf_iterator<char>());
+  EXPECT_NE(budget.find("args: run --oracle python:"), std::string::npos) << budget;
+  EXPECT_NE(budget.find("random.py:CheckpointWithoutOutput --subject megatron-checkpoint-without-output --claims none"),
+            std::string::npos)
+      << budget;
+  EXPECT_NE(budget.find("--seconds 30"), std::string::npos) << budget;
+  EXPECT_FALSE(std::ifstream(dir + "/out/CheckpointFunction.budget.json").good());
+
+  const auto chosen = test_shell::run_shell("cd " + dir + " && " + test_paths::source_dir() +
+                                            "/tools/gate-pr --base base --head head --functions CheckpointFunction,checkpoint "
+                                            "--recheck " + test_paths::source_dir() + "/tests/data/fake-recheck --out chosen");
+  EXPECT_EQ(chosen.exit_code, 2) << chosen.output;
+  EXPECT_NE(chosen.output.find("--functions: 'checkpoint' is not a checkpoint function both trees hold (they hold: "
+                               "CheckpointFunction,CheckpointWithoutOutput)"),
+            std::string::npos)
+      << chosen.output;
 }
 
 TEST(GatePrExits, a_refusal_is_one_line_with_exit_2) {

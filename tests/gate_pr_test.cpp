@@ -46,11 +46,11 @@ TEST(Python, the_pull_request_gate_passes_a_correct_head_and_fails_a_broken_one)
   };
   auto gate = [&](const std::string& out) {
     return test_shell::run_shell(std::string(test_paths::source_dir()) + "/tools/gate-pr --repo " + repo +
-                                 " --base HEAD~1 --head HEAD --cases 80 --seconds 0 --jobs 2 --recheck " +
+                                 " --base HEAD~1 --head HEAD --functions CheckpointFunction --cases 80 --seconds 0 --jobs 2 --recheck " +
                                  test_paths::recheck_binary() + " --out " + out);
   };
   auto junit_of = [](const std::string& out) {
-    std::ifstream xml(out + "/slice.xml");
+    std::ifstream xml(out + "/CheckpointFunction.slice.xml");
     return std::string((std::istreambuf_iterator<char>(xml)), std::istreambuf_iterator<char>());
   };
   ASSERT_EQ(system(("rm -rf " + repo + " && mkdir -p " + repo + " && cp -r " + package + " " + repo + "/ && " + git +
@@ -103,7 +103,7 @@ TEST(Python, the_pull_request_gate_passes_a_correct_head_and_fails_a_broken_one)
   EXPECT_NE(broken.output.find("claims held: clearing (from the head's .recheck-claims)"), std::string::npos)
       << broken.output;
   EXPECT_NE(junit_of(broken_out).find("name=\"grad-released\">\n    <failure"), std::string::npos) << junit_of(broken_out);
-  EXPECT_TRUE(std::ifstream(broken_out + "/slice.json").good());
+  EXPECT_TRUE(std::ifstream(broken_out + "/CheckpointFunction.slice.json").good());
   // Nothing is left registered in the user's checkout: the revisions were extracted, not checked out.
   const auto worktrees = test_shell::run_shell(git + "worktree list --porcelain | grep -c '^worktree '");
   EXPECT_EQ(worktrees.output, "1\n") << worktrees.output;
@@ -123,11 +123,11 @@ TEST(Python, the_gate_gives_the_same_verdicts_from_any_folder) {
             0);
   auto gate_from = [&](const std::string& folder, const std::string& out) {
     return test_shell::run_shell("cd " + folder + " && " + std::string(test_paths::source_dir()) +
-                                 "/tools/gate-pr --base trees/base --head trees/head --cases 40 --seconds 0 --recheck " +
+                                 "/tools/gate-pr --base trees/base --head trees/head --functions CheckpointFunction --cases 40 --seconds 0 --recheck " +
                                  test_paths::recheck_binary() + " --out " + out);
   };
   auto summary_of = [](const std::string& out) {
-    std::ifstream in(out + "/slice.json");
+    std::ifstream in(out + "/CheckpointFunction.slice.json");
     const nlohmann::json report = nlohmann::json::parse(in);
     return report.at("summary").dump(1) + "\nlogged: " + report.value("logged", nlohmann::json()).dump();
   };
@@ -229,11 +229,53 @@ TEST(Python, a_mistake_on_the_first_call_in_a_process_fails_the_gate) {
     std::ofstream(head_file) << text;
   }
   const auto gate = test_shell::run_shell("cd " + work + " && " + std::string(test_paths::source_dir()) +
-                                          "/tools/gate-pr --base base --head head --claims clearing --cases 60 --seconds 0 "
+                                          "/tools/gate-pr --base base --head head --claims clearing --functions CheckpointFunction --cases 60 --seconds 0 "
                                           "--jobs 2 --minimize-seconds 5 --recheck " +
                                           test_paths::recheck_binary() + " --out " + work + "/out");
   EXPECT_EQ(gate.exit_code, 1) << gate.output;
   EXPECT_NE(gate.output.find("the finding that decides it:\n  regression grad-released"), std::string::npos) << gate.output;
+}
+
+// The gate runs every checkpoint function both trees hold, with its default options: a change
+// to CheckpointWithoutOutput's recomputation that drops forward's RNG states fails through
+// CheckpointWithoutOutput's own runs (its subject's properties), the summary lists what ran of
+// each function; the same recomputation rewritten correctly passes.
+TEST(Python, the_gate_runs_every_checkpoint_function_the_trees_hold) {
+  const std::string work = ::testing::TempDir() + "/gate-functions";
+  const std::string head_file = two_trees(work, "base", "head");
+  if (head_file.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
+  std::ifstream in(head_file);
+  const std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t recompute = original.find("    def _recompute(self, _):");
+  ASSERT_NE(recompute, std::string::npos);
+  const std::string restore = "            _set_all_rng_states(*self.rng_states)\n";
+  const size_t at = original.find(restore, recompute);
+  ASSERT_NE(at, std::string::npos);
+  auto gate = [&](const std::string& replacement, const std::string& out) {
+    std::string text = original;
+    text.replace(at, restore.size(), replacement);
+    std::ofstream(head_file) << text;
+    return test_shell::run_shell("cd " + work + " && " + std::string(test_paths::source_dir()) +
+                                 "/tools/gate-pr --base base --head head --cases 100 --seconds 0 --jobs 2 "
+                                 "--minimize-seconds 5 --recheck " + test_paths::recheck_binary() + " --out " + work + "/" + out);
+  };
+  const auto mistake = gate("            pass  # the recomputation draws from backward's states\n", "mistake");
+  EXPECT_EQ(mistake.exit_code, 1) << mistake.output;
+  EXPECT_NE(mistake.output.find("of the CheckpointWithoutOutput.slice"), std::string::npos) << mistake.output;
+  for (const std::string ran :
+       {"function CheckpointFunction (the autograd Function): slice 100 cases\n",
+        "function checkpoint (the checkpoint() wrapper around it): slice 100 cases\n",
+        "function CheckpointWithoutOutput (a checkpoint whose outputs the caller discards, each discard its own; subject "
+        "megatron-checkpoint-without-output): slice 100 cases\n",
+        "function CheckpointFunction+cudagraphable-rng (CheckpointFunction with the tracker Megatron makes for CUDA graphs "
+        "(use_cudagraphable_rng)): slice 100 cases\n"}) {
+    EXPECT_NE(mistake.output.find(ran), std::string::npos) << ran << "\n" << mistake.output;
+  }
+  // The change's only line is CheckpointWithoutOutput's: the others run it in no case.
+  EXPECT_NE(mistake.output.find("tools/gate-pr: CheckpointFunction.slice: exit 0"), std::string::npos) << mistake.output;
+
+  const auto rewrite = gate("            states = self.rng_states\n            _set_all_rng_states(*states)\n", "rewrite");
+  EXPECT_EQ(rewrite.exit_code, 0) << rewrite.output;
 }
 
 // Bad arguments to the gate: one line naming what was wrong, exit 2 (1 means a regression).

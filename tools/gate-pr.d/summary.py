@@ -94,6 +94,7 @@ def main(argv):
     parser.add_argument("--base-file", default="")
     parser.add_argument("--head-file", default="")
     parser.add_argument("--causes", default="")
+    parser.add_argument("--functions", default="", help="functions.py's list: the trees' checkpoint functions")
     parser.add_argument("stages", nargs="*", metavar="STAGE:EXIT")
     args = parser.parse_args(argv)
     causes = known_causes(args.causes) if args.causes else []
@@ -131,6 +132,8 @@ def main(argv):
     out.append(PREFIX + "claims held: " + args.claims + "; every other property against eager mode and the base")
     if not stages:
         out.append(PREFIX + "no stage ran")
+    functions = read_functions(args.functions) if args.functions else []
+    out += describe_functions(functions, stages)
     for stage in stages:
         report = stage["report"]
         closing = next((line for line in reversed(stage["log"]) if line.strip()), "")
@@ -185,8 +188,31 @@ def main(argv):
         out.append(PREFIX + describe_change(change))
     out.append(PREFIX + verdict)
     print("\n".join(out))
-    write_reports(args, status, verdict, stages, change)
+    write_reports(args, status, verdict, stages, change, functions)
     return status
+
+
+def read_functions(path):
+    """functions.py's list: (id, attr, subject, where, what) per checkpoint function a tree holds."""
+    rows = [line.split("\t") for line in read_lines(path) if line.count("\t") == 4]
+    return [(ident, attr, "" if subject == "-" else subject, where, what) for ident, attr, subject, where, what in rows]
+
+
+def describe_functions(functions, stages):
+    """One line per checkpoint function: what ran of it (its stages' cases), or why nothing did."""
+    lines = []
+    for ident, _, subject, where, what in functions:
+        own = [s for s in stages if s["name"].rpartition(".")[0] == ident]
+        if where == "base":
+            said = "not run: the head removes it"
+        elif where == "head":
+            said = "not run: only the head holds it (no base to hold it to)"
+        elif not own:
+            said = "not run (not chosen, or the gate ended first)"
+        else:
+            said = ", ".join(f"{s['name'].rpartition('.')[2]} {(s['report'] or {}).get('cases', 'no')} cases" for s in own)
+        lines.append(f"{PREFIX}function {ident} ({what}{'; subject ' + subject if subject else ''}): {said}")
+    return lines
 
 
 def verdict_of(status, claims_held, out):
@@ -216,10 +242,13 @@ def describe_change(change):
     return said
 
 
-def write_reports(args, status, verdict, stages, change):
+def write_reports(args, status, verdict, stages, change, functions):
     """DIR/gate.json and DIR/gate.xml, each written whole (a temporary file renamed)."""
     report = {"tool": "gate-pr", "status": status, "verdict": verdict, "base": args.base, "head": args.head,
               "claims": args.claims,
+              "functions": [{"id": ident, "attr": attr, "subject": subject or None, "held_by": where, "what": what,
+                             "stages": [s["name"] for s in stages if s["name"].rpartition(".")[0] == ident]}
+                            for ident, attr, subject, where, what in functions],
               "stages": [{"name": s["name"], "exit": s["exit"], "report": os.path.join(args.out, s["name"] + ".json"),
                           "seed": (s["report"] or {}).get("seed"), "cases": (s["report"] or {}).get("cases")}
                          for s in stages],
