@@ -413,8 +413,9 @@ class PythonCheckpoint : public CheckpointImplementation {
   Values apply(const RunFunction& run_function, const CallSettings& settings, const Values& args) override {
     py::gil_scoped_acquire gil;
     try {
-      // Started before the first case where recheck checks cases (check_process_ready); a
-      // caller that did not (a test calling check_case) gets one rank here.
+      // One rank's group starts here, with the first checkpoint that distributes (uncounted:
+      // start_tensor_parallel); a wider group's ranks met before the first case
+      // (check_process_ready).
       if (settings.distribute_saved_activations && distributes_ && !tensor_parallel_started_) start_tensor_parallel();
       py::tuple py_args(args.size());
       for (size_t i = 0; i < args.size(); ++i) py_args[i] = to_python(args[i]);
@@ -511,7 +512,10 @@ class PythonCheckpoint : public CheckpointImplementation {
     py::gil_scoped_acquire gil;
     try {
       if (on_cuda) Interpreter::get().bridge().attr("cuda_ready")();
-      if (distributes(on_cuda)) start_tensor_parallel();
+      // Ranks of a wider group meet before any case. One rank's group starts with the first case
+      // that distributes (apply): a fresh process per case (--fresh-process) would otherwise start
+      // gloo again for every case, which costs more than most cases do.
+      if (distributes(on_cuda) && tensor_parallel_rank().world_size > 1) start_tensor_parallel();
     } catch (const py::error_already_set& e) {
       throw std::runtime_error("variant '" + name_ + "': " + to_cpp(e).what());
     }
