@@ -42,7 +42,8 @@ options:
   --oracle NAME     reference variant (default: the subject's oracle, nonclearing)
   --subject NAME    the checkpoint function under test (`recheck variants` lists the subjects;
                     default: the one declaring --sut, else megatron-checkpoint-function); its
-                    change and oracle are the defaults of --sut and --oracle
+                    change and oracle are the defaults of --sut and --oracle, and a Python
+                    function no subject declares (python:FILE.py:ATTR) is judged by its properties
   --claims LIST     which of the change's claims to hold the sut to: none, clearing (the
                     clearing change's: grad-released, memory-floor, no-extra-allocations), or
                     some of those names joined by commas. Each claim named is judged on the sut
