@@ -273,6 +273,12 @@ TEST(Python, the_gate_runs_every_checkpoint_function_the_trees_hold) {
   }
   // The change's only line is CheckpointWithoutOutput's: the others run it in no case.
   EXPECT_NE(mistake.output.find("tools/gate-pr: CheckpointFunction.slice: exit 0"), std::string::npos) << mistake.output;
+  // Each function is judged by its subject's properties: CheckpointWithoutOutput's include the
+  // discards' and leave out flag-in-body (it sets no is-checkpointing flag).
+  std::ifstream xml(work + "/mistake/CheckpointWithoutOutput.slice.xml");
+  const std::string junit((std::istreambuf_iterator<char>(xml)), std::istreambuf_iterator<char>());
+  EXPECT_NE(junit.find("name=\"discard-recomputed\""), std::string::npos) << junit;
+  EXPECT_EQ(junit.find("name=\"flag-in-body\""), std::string::npos) << junit;
 
   const auto rewrite = gate("            states = self.rng_states\n            _set_all_rng_states(*states)\n", "rewrite");
   EXPECT_EQ(rewrite.exit_code, 0) << rewrite.output;
