@@ -32,7 +32,7 @@ json isolated_hunt(CheckpointImplementation& oracle, CheckpointImplementation& m
   json answer = {{"killed", false}, {"cases", 0}};
   for (int64_t i = 0; i < budget && !runner::interrupted(); ++i) {
     const uint64_t draw_seed = first_seed + static_cast<uint64_t>(i);
-    const runner::IsolatedCheck result = runner::check_isolated(draw_case(gen, draw_seed), oracle, mutant);
+    const runner::OwnProcessVerdict result = runner::check_isolated(draw_case(gen, draw_seed), oracle, mutant);
     answer["cases"] = i + 1;
     if (!result.alarm) continue;
     answer["killed"] = true;
@@ -262,7 +262,7 @@ int command_mutants(const Args& args) {
                      ++checked;
                      std::string alarm;
                      if (subject.cases_may_crash) {
-                       const runner::IsolatedCheck result = runner::check_isolated(c, *oracle, *correct);
+                       const runner::OwnProcessVerdict result = runner::check_isolated(c, *oracle, *correct);
                        if (result.alarm) alarm = result.describe();
                      } else if (const PropertyResult* found = check_case(c, *oracle, *correct).first_alarm()) {
                        alarm = found->property + " " + to_string(found->classification);

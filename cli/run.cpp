@@ -22,6 +22,7 @@
 #include "runner/case_worker.h"
 #include "runner/hunt.h"
 #include "runner/interrupts.h"
+#include "runner/isolated_check.h"
 #include "runner/ranks.h"
 #include "runner/worker_process.h"
 
@@ -86,8 +87,9 @@ options:
   --no-isolate      check cases in this process (for a debugger); by default they run in a
                     worker process, and a case that crashes it (abort, segmentation fault) is
                     reported as a `crash` finding with its case saved, and the run goes on;
-                    the oracle then runs the case alone in a worker: a crash it makes too is
-                    the released function's (pre-existing, reported, not a failure); a worker
+                    the oracle then runs the case alone in a worker, and is checked against
+                    itself in another: a crash it makes too is the released function's
+                    (pre-existing, reported, not a failure); a worker
                     the kernel's out-of-memory killer ends is a skipped case instead
   --eager WHEN      always (the default): eager mode runs on every case; when-needed: only
                     where the oracle and the sut do not agree on everything a property reading
@@ -339,19 +341,11 @@ int command_run(const Args& args) {
         return;
       }
       ++crashes;
-      // A crash the oracle makes too, run alone on the case in a worker of its own, is the
-      // released function's (pre-existing): reported, not a failure of the run.
+      // A crash the oracle makes too (alone, or checked against itself) is the released
+      // function's (pre-existing): reported, not a failure of the run.
       std::string oracle_end;
       if (case_lost.error.empty()) {
-        runner::WorkerProcess alone;
-        alone.start([&](FILE*, int) {
-          ready();
-          RunOptions options = run_options;
-          options.measure_memory = false;
-          (void)run_case(draw_case(gen, seed + static_cast<uint64_t>(index)), *oracle, options);
-        }, /*with_input=*/false);
-        const std::string ended = alone.stop();
-        if (WIFSIGNALED(alone.status())) oracle_end = "the worker process running it alone " + ended;
+        oracle_end = runner::oracle_crash(draw_case(gen, seed + static_cast<uint64_t>(index)), *oracle, ready, run_options);
       }
       if (!oracle_end.empty()) ++pre_existing_crashes;
       // An exception that ended the worker in a case (not a crash of the variant: code the check
@@ -458,7 +452,7 @@ int command_run(const Args& args) {
   std::cout << logged_summary(logged);
   if (crashes > 0) {
     std::cout << "crashes: " << crashes << " cases crashed the worker process";
-    if (pre_existing_crashes > 0) std::cout << ", " << pre_existing_crashes << " of them with the oracle alone too (pre-existing)";
+    if (pre_existing_crashes > 0) std::cout << ", " << pre_existing_crashes << " of them with the oracle too (pre-existing)";
     std::cout << "\n";
   }
   const int64_t new_crashes = crashes - pre_existing_crashes;

@@ -22,6 +22,7 @@
 #include "properties/report.h"
 #include "runner/case_worker.h"
 #include "runner/interrupts.h"
+#include "runner/isolated_check.h"
 #include "runner/worker_process.h"
 
 namespace recheck::cli {
@@ -39,7 +40,7 @@ oom-*: decoded as the check target decodes them), JSON cases, and the --json rep
 `recheck run` and `recheck triage` (a SLURM array's tasks), whose buckets are merged as they
 are. A folder is searched for all of them. Each case is checked against the oracle in a worker
 process; each verdict that is not a pass counts in its cause's bucket, and a case that kills the
-worker is a crash (pre-existing when the oracle alone dies on it too).
+worker is a crash (pre-existing when the oracle dies on it too, alone or checked against itself).
 After that, each bucket's first case is minimized once (alarms first) within --minimize-seconds
 in all (default 60; 0: none), written to --out (default triage-findings) as bucket-N.min.json
 with the expectation `recheck replay` checks. The bucket list is printed; --json writes it,
@@ -178,18 +179,12 @@ int command_triage(const Args& args) {
         ++findings;
       };
       if (!checked.result) {
-        // Killed checking it: the released function's own crash when the oracle alone dies too.
+        // Killed checking it: the released function's own crash when the oracle dies on it too.
         worker.reset();
-        runner::WorkerProcess alone;
-        alone.start([&](FILE*, int) {
-          RunOptions options;
-          options.measure_memory = false;
-          (void)run_case(c, *oracle, options);
-        }, /*with_input=*/false);
-        const std::string ended = alone.stop();
-        const bool oracle_too = WIFSIGNALED(alone.status());
+        const std::string oracle_end = runner::oracle_crash(c, *oracle);
+        const bool oracle_too = !oracle_end.empty();
         add(crash_signature("the worker process " + checked.crash, oracle_too), kCrashProperty, kCrash, !oracle_too,
-            "sut: the worker process " + checked.crash + (oracle_too ? " | oracle: the worker process running it alone " + ended : ""));
+            "sut: the worker process " + checked.crash + (oracle_too ? " | oracle: " + oracle_end : ""));
         input["crash"] = checked.crash;
       } else if (!checked.result->skipped.empty()) {
         input["skipped"] = checked.result->skipped;

@@ -11,13 +11,13 @@
 
 namespace recheck::runner {
 
-std::string IsolatedCheck::describe() const {
+std::string OwnProcessVerdict::describe() const {
   if (!crash.empty()) return std::string(kCrashProperty) + " " + kCrash + " (" + crash + ")";
   return property + " " + to_string(classification);
 }
 
-IsolatedCheck check_isolated(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut) {
-  IsolatedCheck result;
+OwnProcessVerdict check_isolated(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut) {
+  OwnProcessVerdict result;
   WorkerProcess check;
   check.start([&](FILE*, int to_parent) {
     const CaseResult checked = check_case(c, oracle, sut);
@@ -36,16 +36,29 @@ IsolatedCheck check_isolated(const Case& c, CheckpointImplementation& oracle, Ch
   if (line && *line == "pass") return result;
   if (line && line->rfind("error ", 0) == 0) throw std::runtime_error(line->substr(6));
   result.crash = "the check's process " + ended;
-  WorkerProcess alone;
-  alone.start([&](FILE*, int) {
-    RunOptions options;
-    options.measure_memory = false;
-    (void)run_case(c, oracle, options);
-  }, /*with_input=*/false, /*takes_interrupts=*/true);
-  (void)alone.stop();
-  result.oracle_crashes = WIFSIGNALED(alone.status());
+  result.oracle_crashes = !oracle_crash(c, oracle).empty();
   result.alarm = !result.oracle_crashes;
   return result;
+}
+
+std::string oracle_crash(const Case& c, CheckpointImplementation& oracle, const std::function<void()>& ready,
+                         RunOptions options) {
+  options.measure_memory = false;
+  WorkerProcess alone;
+  alone.start([&](FILE*, int) {
+    if (ready) ready();
+    (void)run_case(c, oracle, options);
+  }, /*with_input=*/false, /*takes_interrupts=*/true);
+  const std::string alone_ended = alone.stop();
+  if (WIFSIGNALED(alone.status())) return "the worker process running it alone " + alone_ended;
+  WorkerProcess itself;
+  itself.start([&](FILE*, int) {
+    if (ready) ready();
+    (void)check_case(c, oracle, oracle, options);
+  }, /*with_input=*/false, /*takes_interrupts=*/true);
+  const std::string itself_ended = itself.stop();
+  if (WIFSIGNALED(itself.status())) return "the worker process checking it against itself " + itself_ended;
+  return "";
 }
 
 }  // namespace recheck::runner

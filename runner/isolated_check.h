@@ -1,10 +1,11 @@
 // One case checked in a child process of its own, for a subject whose released function can
 // crash the process on cases a caller gets wrong (Subject::cases_may_crash: Megatron's
 // CheckpointWithoutOutput reads freed memory when a discarded output is read before its
-// recomputation). A crash the oracle makes alone too is the released function's: pre-existing,
-// neither a kill nor an alarm.
+// recomputation). A crash the oracle makes too (oracle_crash) is the released function's:
+// pre-existing, neither a kill nor an alarm.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "core/case.h"
@@ -13,7 +14,7 @@
 
 namespace recheck::runner {
 
-struct IsolatedCheck {
+struct OwnProcessVerdict {
   bool alarm = false;  // the first alarm of the check, or a crash the oracle alone does not make
   std::string property;
   Classification classification = Classification::pass;
@@ -22,6 +23,16 @@ struct IsolatedCheck {
   std::string describe() const;  // "grads-bitwise regression", "runs-to-completion crash (...)"
 };
 
-IsolatedCheck check_isolated(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut);
+OwnProcessVerdict check_isolated(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut);
+
+// Whether the released function (the oracle) crashes on a case a variant crashed on: run alone
+// in a process of its own, then, if that survives, checked against itself in another (eager
+// mode's run and its own before the second, as the variant's check ran: reading freed memory
+// crashes or not by what the process did before it). How that process ended ("the worker process
+// running it alone was killed by signal 11 (Segmentation fault)"), or "" when neither crashed.
+// `ready` runs first in each process (a command's per-process preparation); `options` are the
+// runs' (memory is not measured).
+std::string oracle_crash(const Case& c, CheckpointImplementation& oracle, const std::function<void()>& ready = {},
+                         RunOptions options = {});
 
 }  // namespace recheck::runner

@@ -13,10 +13,13 @@
 #include <thread>
 #include <vector>
 
+#include "core/interpreter.h"
 #include "properties/generator.h"
+#include "properties/report.h"
 #include "runner/case_worker.h"
 #include "runner/hunt.h"
 #include "runner/interrupts.h"
+#include "runner/isolated_check.h"
 #include "runner/results_json.h"
 #include "runner/worker_process.h"
 #include "suts/checkpoint.h"
@@ -266,6 +269,45 @@ TEST(ResultsJson, a_case_result_crosses_the_process_boundary_whole) {
   skipped.skipped = "too large";
   EXPECT_TRUE(to_json(CaseResult{}).at("skipped").is_null());
   EXPECT_EQ(case_result_from_json(to_json(skipped)).skipped, "too large");
+}
+
+// Runs as nonclearing, but aborts the process at its call after `threshold` (when set): it
+// survives one run of a case of that many calls in a process, not a second. So does released
+// code that reads freed memory, by what the process did before (a discarded output that is its
+// body's argument: the false alarm of the gate on Megatron-LM 7cdba422b8).
+class AbortsWhenRunTwice : public CheckpointImplementation {
+ public:
+  static inline int threshold = 0;
+  static inline int calls = 0;
+  std::string name() const override { return "aborts-when-run-twice"; }
+  Values apply(const RunFunction& run_function, const CallSettings& call, const Values& args) override {
+    if (++calls > threshold && threshold > 0) std::abort();
+    return inner_->apply(run_function, call, args);
+  }
+  RngSources rng_sources(bool on_cuda) const override { return inner_->rng_sources(on_cuda); }
+
+ private:
+  std::unique_ptr<CheckpointImplementation> inner_ = make_checkpoint("nonclearing");
+};
+
+// A crash of the variant is pre-existing when the released function crashes on the case too:
+// run alone, or, where that survives, checked against itself, as the variant was checked.
+TEST(OracleCrash, is_found_alone_or_checked_against_itself) {
+  AbortsWhenRunTwice twice;
+  Case c;
+  for (uint64_t seed = 1; AbortsWhenRunTwice::calls == 0; ++seed) {
+    ASSERT_LT(seed, 50u) << "no drawn case with a checkpoint";
+    c = draw_case(GenOptions{}, seed);
+    (void)run_case(c, twice);
+  }
+  AbortsWhenRunTwice::threshold = AbortsWhenRunTwice::calls;  // one run's calls, in the forks to come
+  AbortsWhenRunTwice::calls = 0;
+  const std::string ended = oracle_crash(c, twice);
+  EXPECT_NE(ended.find("the worker process checking it against itself was killed by signal"), std::string::npos) << ended;
+
+  auto plain = make_checkpoint("nonclearing");
+  EXPECT_EQ(oracle_crash(c, *plain), "") << "a function that does not crash";
+  AbortsWhenRunTwice::threshold = 0;
 }
 
 // A case checked in a worker gives what it gives in this process.
