@@ -345,7 +345,8 @@ int command_run(const Args& args) {
       // function's (pre-existing): reported, not a failure of the run.
       std::string oracle_end;
       if (case_lost.error.empty()) {
-        oracle_end = runner::oracle_crash(draw_case(gen, seed + static_cast<uint64_t>(index)), *oracle, ready, run_options);
+        oracle_end = runner::oracle_crash(draw_case(gen, seed + static_cast<uint64_t>(index)), *oracle, ready, run_options,
+                                          eager_run, claims);
       }
       if (!oracle_end.empty()) ++pre_existing_crashes;
       // An exception that ended the worker in a case (not a crash of the variant: code the check

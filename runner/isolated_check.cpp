@@ -42,7 +42,7 @@ OwnProcessVerdict check_isolated(const Case& c, CheckpointImplementation& oracle
 }
 
 std::string oracle_crash(const Case& c, CheckpointImplementation& oracle, const std::function<void()>& ready,
-                         RunOptions options) {
+                         RunOptions options, EagerRun eager_run, const ClaimChoice& claims) {
   options.measure_memory = false;
   WorkerProcess alone;
   alone.start([&](FILE*, int) {
@@ -51,13 +51,15 @@ std::string oracle_crash(const Case& c, CheckpointImplementation& oracle, const 
   }, /*with_input=*/false, /*takes_interrupts=*/true);
   const std::string alone_ended = alone.stop();
   if (WIFSIGNALED(alone.status())) return "the worker process running it alone " + alone_ended;
-  WorkerProcess itself;
-  itself.start([&](FILE*, int) {
-    if (ready) ready();
-    (void)check_case(c, oracle, oracle, options);
-  }, /*with_input=*/false, /*takes_interrupts=*/true);
-  const std::string itself_ended = itself.stop();
-  if (WIFSIGNALED(itself.status())) return "the worker process checking it against itself " + itself_ended;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    WorkerProcess itself;
+    itself.start([&](FILE*, int) {
+      if (ready) ready();
+      (void)check_case(c, oracle, oracle, options, eager_run, claims);
+    }, /*with_input=*/false, /*takes_interrupts=*/true);
+    const std::string itself_ended = itself.stop();
+    if (WIFSIGNALED(itself.status())) return "the worker process checking it against itself " + itself_ended;
+  }
   return "";
 }
 

@@ -11,6 +11,7 @@
 #include "core/case.h"
 #include "core/checkpoint_interface.h"
 #include "properties/properties.h"
+#include "properties/report.h"
 
 namespace recheck::runner {
 
@@ -26,13 +27,13 @@ struct OwnProcessVerdict {
 OwnProcessVerdict check_isolated(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut);
 
 // Whether the released function (the oracle) crashes on a case a variant crashed on: run alone
-// in a process of its own, then, if that survives, checked against itself in another (eager
-// mode's run and its own before the second, as the variant's check ran: reading freed memory
-// crashes or not by what the process did before it). How that process ended ("the worker process
-// running it alone was killed by signal 11 (Segmentation fault)"), or "" when neither crashed.
-// `ready` runs first in each process (a command's per-process preparation); `options` are the
-// runs' (memory is not measured).
+// in a process of its own, then, if that survives, checked against itself as the variant was
+// checked (the same eager mode and claims: reading freed memory crashes or not by what the
+// process allocated and freed before it), up to three times, each in a process of its own. How
+// the process that crashed ended ("the worker process running it alone was killed by signal 11
+// (Segmentation fault)"), or "" when none did. `ready` runs first in each process (a command's
+// per-process preparation); `options` are the runs' (memory is not measured).
 std::string oracle_crash(const Case& c, CheckpointImplementation& oracle, const std::function<void()>& ready = {},
-                         RunOptions options = {});
+                         RunOptions options = {}, EagerRun eager_run = EagerRun::always, const ClaimChoice& claims = {});
 
 }  // namespace recheck::runner
