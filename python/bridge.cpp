@@ -22,6 +22,7 @@
 #include "core/logged.h"
 #include "core/memory.h"
 #include "embedded/bridge_py.h"
+#include "embedded/lines_run_py.h"
 #include "embedded/loading_py.h"
 #include "embedded/megatron_entry_points_py.h"
 #include "embedded/pr_wrapper_py.h"
@@ -280,11 +281,13 @@ class Interpreter {
       }
       py::object module = py::module_::import("types").attr("ModuleType")("recheck_bridge");
       // The Python half (python/bridge.py: the CPU shim for the CUDA RNG calls Megatron makes,
-      // the two calling conventions, the tracker and flag accessors; python/loading.py: loading
+      // the two calling conventions, the tracker and flag accessors; python/lines_run.py: which
+      // lines of the code under test ran; python/loading.py: loading
       // the code under test, and why it could not be; python/megatron_entry_points.py: Megatron's
       // checkpoint classes given by name) and the PR's change as a wrapper (python/pr_wrapper.py),
       // embedded at build time.
       py::exec(embedded::kBridgePy, module.attr("__dict__"));
+      py::exec(embedded::kLinesRunPy, module.attr("__dict__"));
       py::exec(embedded::kLoadingPy, module.attr("__dict__"));
       py::exec(embedded::kMegatronEntryPointsPy, module.attr("__dict__"));
       py::exec(embedded::kPrWrapperPy, module.attr("__dict__"));
