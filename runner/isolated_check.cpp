@@ -43,11 +43,12 @@ OwnProcessVerdict check_isolated(const Case& c, CheckpointImplementation& oracle
 
 std::string oracle_crash(const Case& c, CheckpointImplementation& oracle, const std::function<void()>& ready,
                          RunOptions options, EagerRun eager_run, const ClaimChoice& claims) {
-  options.measure_memory = false;
   WorkerProcess alone;
   alone.start([&](FILE*, int) {
     if (ready) ready();
-    (void)run_case(c, oracle, options);
+    RunOptions unmeasured = options;
+    unmeasured.measure_memory = false;
+    (void)run_case(c, oracle, unmeasured);
   }, /*with_input=*/false, /*takes_interrupts=*/true);
   const std::string alone_ended = alone.stop();
   if (WIFSIGNALED(alone.status())) return "the worker process running it alone " + alone_ended;

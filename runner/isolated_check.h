@@ -27,12 +27,13 @@ struct OwnProcessVerdict {
 OwnProcessVerdict check_isolated(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut);
 
 // Whether the released function (the oracle) crashes on a case a variant crashed on: run alone
-// in a process of its own, then, if that survives, checked against itself as the variant was
-// checked (the same eager mode and claims: reading freed memory crashes or not by what the
-// process allocated and freed before it), up to three times, each in a process of its own. How
-// the process that crashed ended ("the worker process running it alone was killed by signal 11
-// (Segmentation fault)"), or "" when none did. `ready` runs first in each process (a command's
-// per-process preparation); `options` are the runs' (memory is not measured).
+// in a process of its own (memory not measured), then, if that survives, checked against itself
+// as the variant was checked (the same run options, memory measured or not, eager mode and
+// claims: reading freed memory crashes or not by what the process allocated and freed before it,
+// and by which allocator), up to three times, each in a process of its own. How the process that
+// crashed ended ("the worker process running it alone was killed by signal 11 (Segmentation
+// fault)"), or "" when none did. `ready` runs first in each process (a command's per-process
+// preparation).
 std::string oracle_crash(const Case& c, CheckpointImplementation& oracle, const std::function<void()>& ready = {},
                          RunOptions options = {}, EagerRun eager_run = EagerRun::always, const ClaimChoice& claims = {});
 

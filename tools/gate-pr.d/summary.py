@@ -194,19 +194,22 @@ def main(argv):
 
 def read_functions(path):
     """functions.py's list: (id, attr, subject, where, what) per checkpoint function a tree holds."""
-    rows = [line.split("\t") for line in read_lines(path) if line.count("\t") == 4]
-    return [(ident, attr, "" if subject == "-" else subject, where, what) for ident, attr, subject, where, what in rows]
+    rows = [line.split("\t") for line in read_lines(path) if line.count("\t") == 5]
+    return [(ident, attr, "" if subject == "-" else subject, where, what, run)
+            for ident, attr, subject, where, what, run in rows]
 
 
 def describe_functions(functions, stages):
     """One line per checkpoint function: what ran of it (its stages' cases), or why nothing did."""
     lines = []
-    for ident, _, subject, where, what in functions:
+    for ident, _, subject, where, what, run in functions:
         own = [s for s in stages if s["name"].rpartition(".")[0] == ident]
         if where == "base":
             said = "not run: the head removes it"
         elif where == "head":
             said = "not run: only the head holds it (no base to hold it to)"
+        elif not own and run.startswith("opt-in: "):
+            said = f"not run unless --functions names it: {run[len('opt-in: '):]}"
         elif not own:
             said = "not run (not chosen, or the gate ended first)"
         else:
@@ -248,7 +251,7 @@ def write_reports(args, status, verdict, stages, change, functions):
               "claims": args.claims,
               "functions": [{"id": ident, "attr": attr, "subject": subject or None, "held_by": where, "what": what,
                              "stages": [s["name"] for s in stages if s["name"].rpartition(".")[0] == ident]}
-                            for ident, attr, subject, where, what in functions],
+                            for ident, attr, subject, where, what, _ in functions],
               "stages": [{"name": s["name"], "exit": s["exit"], "report": os.path.join(args.out, s["name"] + ".json"),
                           "seed": (s["report"] or {}).get("seed"), "cases": (s["report"] or {}).get("cases")}
                          for s in stages],
