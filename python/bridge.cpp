@@ -280,12 +280,11 @@ class Interpreter {
                                  " (one libtorch per process: build recheck against this torch, see docs/python.md)");
       }
       py::object module = py::module_::import("types").attr("ModuleType")("recheck_bridge");
-      // The Python half (python/bridge.py: the CPU shim for the CUDA RNG calls Megatron makes,
-      // the two calling conventions, the tracker and flag accessors; python/lines_run.py: which
-      // lines of the code under test ran; python/loading.py: loading
-      // the code under test, and why it could not be; python/megatron_entry_points.py: Megatron's
-      // checkpoint classes given by name) and the PR's change as a wrapper (python/pr_wrapper.py),
-      // embedded at build time.
+      // The Python half, embedded at build time: python/bridge.py (the CPU shim for Megatron's
+      // CUDA RNG calls, the calling conventions, the tracker and flag accessors), lines_run.py
+      // (which lines of the code under test ran), loading.py (loading that code, and why it
+      // could not be), megatron_entry_points.py (Megatron's checkpoint classes given by name),
+      // pr_wrapper.py (the PR's change as a wrapper).
       py::exec(embedded::kBridgePy, module.attr("__dict__"));
       py::exec(embedded::kLinesRunPy, module.attr("__dict__"));
       py::exec(embedded::kLoadingPy, module.attr("__dict__"));

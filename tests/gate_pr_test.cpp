@@ -17,6 +17,12 @@
 namespace recheck {
 namespace {
 
+// A file's whole text ("" when it cannot be read).
+std::string text_of(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 // The gate on a checkout made at test time, claiming nothing (the default) and claiming the
 // clearing change's claims (a .recheck-claims file in the head). Claiming nothing, a refactor
 // passes, a change that clears before backward collects (the gradients lost) fails, and so does
@@ -37,8 +43,7 @@ TEST(Python, the_pull_request_gate_passes_a_correct_head_and_fails_a_broken_one)
   // A head commit: the base's random.py with `before` and `after` around the line that collects
   // the gradients, and a .recheck-claims file when `claims` is not empty.
   auto commit_head = [&](const std::string& before, const std::string& after, const std::string& claims) {
-    std::ifstream in(original_path);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string text = text_of(original_path);
     text.replace(text.find(collect), collect.size(), before + collect + after);
     std::ofstream(file) << text;
     if (!claims.empty()) std::ofstream(repo + "/.recheck-claims") << "# what this change claims\n" << claims << "\n";
@@ -49,10 +54,7 @@ TEST(Python, the_pull_request_gate_passes_a_correct_head_and_fails_a_broken_one)
                                  " --base HEAD~1 --head HEAD --functions CheckpointFunction --cases 80 --seconds 0 --jobs 2 --recheck " +
                                  test_paths::recheck_binary() + " --out " + out);
   };
-  auto junit_of = [](const std::string& out) {
-    std::ifstream xml(out + "/CheckpointFunction.slice.xml");
-    return std::string((std::istreambuf_iterator<char>(xml)), std::istreambuf_iterator<char>());
-  };
+  auto junit_of = [](const std::string& out) { return text_of(out + "/CheckpointFunction.slice.xml"); };
   ASSERT_EQ(system(("rm -rf " + repo + " && mkdir -p " + repo + " && cp -r " + package + " " + repo + "/ && " + git +
                     "init -q && " + git + "add -A && " + git + "commit -qm base").c_str()),
             0);
@@ -166,8 +168,7 @@ TEST(Python, a_head_that_fixes_part_of_what_its_base_gets_wrong_raises_no_alarm)
   const std::string stale_file = two_trees(work, "clean", "stale");
   if (stale_file.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
   {
-    std::ifstream in(stale_file);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string text = text_of(stale_file);
     for (const std::string old : {"self.states_[orig_state_name] = orig_cuda_rng_state",
                                   "orig_cuda_rng_state = self.states_[orig_state_name]"}) {
       const size_t at = text.find(old);
@@ -214,8 +215,7 @@ TEST(Python, a_mistake_on_the_first_call_in_a_process_fails_the_gate) {
   const std::string head_file = two_trees(work, "base", "head");
   if (head_file.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
   {
-    std::ifstream in(head_file);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string text = text_of(head_file);
     const std::string collect =
         "        grads = tuple(inp.grad if isinstance(inp, torch.Tensor) else inp for inp in detached_inputs)\n";
     const size_t at = text.find(collect);
@@ -244,8 +244,7 @@ TEST(Python, the_gate_runs_every_checkpoint_function_the_trees_hold) {
   const std::string work = ::testing::TempDir() + "/gate-functions";
   const std::string head_file = two_trees(work, "base", "head");
   if (head_file.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
-  std::ifstream in(head_file);
-  const std::string original((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string original = text_of(head_file);
   const size_t recompute = original.find("    def _recompute(self, _):");
   ASSERT_NE(recompute, std::string::npos);
   const std::string restore = "            _set_all_rng_states(*self.rng_states)\n";
@@ -276,8 +275,7 @@ TEST(Python, the_gate_runs_every_checkpoint_function_the_trees_hold) {
   EXPECT_NE(mistake.output.find("tools/gate-pr: CheckpointFunction.slice: exit 0"), std::string::npos) << mistake.output;
   // Each function is judged by its subject's properties: CheckpointWithoutOutput's include the
   // discards' and leave out flag-in-body (it sets no is-checkpointing flag).
-  std::ifstream xml(work + "/mistake/CheckpointWithoutOutput.slice.xml");
-  const std::string junit((std::istreambuf_iterator<char>(xml)), std::istreambuf_iterator<char>());
+  const std::string junit = text_of(work + "/mistake/CheckpointWithoutOutput.slice.xml");
   EXPECT_NE(junit.find("name=\"discard-recomputed\""), std::string::npos) << junit;
   EXPECT_EQ(junit.find("name=\"flag-in-body\""), std::string::npos) << junit;
 
