@@ -144,6 +144,12 @@ HuntOutcome hunt_in_workers(int jobs, const WorkerHunt& hunt) {
     const int64_t first = w.next;
     w.process.start([&, first](FILE*, int out) { worker_body(first, stride, hunt, out); }, false);
   };
+  // A fork per case costs most of a case where the process that forks holds hundreds of MB
+  // (Python with torch imported): on 2 MiB pages, before the workers fork from here and share
+  // them, a fork copies 512 times fewer page table entries. RECHECK_FORK_HUGE_PAGES=0 leaves
+  // the memory as it is (to measure the difference).
+  const char* huge = std::getenv("RECHECK_FORK_HUGE_PAGES");
+  if (hunt.fresh_process_per_case && !(huge != nullptr && std::string(huge) == "0")) (void)collapse_onto_huge_pages();
   for (int64_t j = 0; j < stride; ++j) {
     workers.push_back(std::make_unique<Worker>());
     workers.back()->next = j;

@@ -46,6 +46,15 @@ bool killed_for_memory(int status, int64_t kills_before);
 // returns; when it throws, it writes "error TEXT" (TEXT: error_line) and exits 3.
 using WorkerBody = std::function<void(FILE* from_parent, int to_parent)>;
 
+// Makes forking this process cheaper, for a process about to fork a child per case: its private
+// anonymous memory (the heap, and the mappings Python and torch allocated while importing) is
+// moved onto 2 MiB pages where at least half of each 2 MiB is already resident (madvise
+// MADV_COLLAPSE, Linux 6.1 on), so that fork() copies one entry per 2 MiB instead of 512 and
+// exit tears down as many. A child that writes to such a page still gets its own 4 KiB copy.
+// Best effort: a kernel without it, or memory it cannot collapse, is left as it was. Returns the
+// bytes it asked for that are on 2 MiB pages now.
+int64_t collapse_onto_huge_pages();
+
 class WorkerProcess;
 
 // For a parent watching several running children: waits until one or more has output (or has
