@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "properties/properties.h"
 #include "suts/checkpoint.h"
 #ifdef RECHECK_WITH_PYTHON
 #include "python/bridge.h"
@@ -52,6 +53,13 @@ int command_variants(const Args& args) {
               << " against " << subject.oracle << ")\n";
     std::cout << "# properties:";
     for (size_t i = 0; i < subject.properties.size(); ++i) std::cout << (i ? ", " : " ") << subject.properties[i];
+    std::cout << "\n";
+    require_every_property_decided(subject);
+    std::cout << "# leaves out:";
+    for (size_t i = 0; i < subject.leaves_out.size(); ++i) {
+      std::cout << (i ? "; " : " ") << subject.leaves_out[i].first << " (" << subject.leaves_out[i].second << ")";
+    }
+    if (subject.leaves_out.empty()) std::cout << " none";
     std::cout << "\n";
     print_call_options(subject);
     for (const SubjectImplementation& v : subject.implementations) {

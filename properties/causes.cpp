@@ -292,13 +292,6 @@ std::string flag_reading(const Verdict& v, const std::vector<OpSite>& sites) {
   return "no checkpoint ran in the body before the reading";
 }
 
-bool about_values(const std::string& property) {
-  static const std::set<std::string> values = {"grads-bitwise",   "outputs-bitwise", "recompute-fidelity",
-                                               "grads-match-eager", "rng-restored",  "no-side-effects",
-                                               "stash-kept",      "stash-grads"};
-  return values.count(property) > 0;
-}
-
 // "tracker state 'a', tracker state 'b'" as "tracker state": which of the tracker's states a case
 // drew is its shape; that a tracker state differs is the evidence.
 std::string tracker_states_as_one(const std::string& text) {
@@ -452,8 +445,9 @@ std::string CauseSignatures::of(const PropertyResult& result) {
     oracle_shown = sut_fails && !result.oracle.holds ? evidence(result.oracle) : shown;
   };
   std::string location;
-  if (result.property != "flag-in-body" || failing.about_the_error || (failing.after_error && run.error)) show_evidence();
-  if (failing.about_the_error || result.property == "errors-match") {
+  const Located located = find_property(result.property)->located;
+  if (located != Located::at_flag_reading || failing.about_the_error || (failing.after_error && run.error)) show_evidence();
+  if (failing.about_the_error || located == Located::at_error) {
     // An error: where the run first parted from eager mode before it, or else the op that raised
     // it, with its message. Errors one parting leads to are one cause, whichever op then raised.
     // The error of the iteration the verdict names (a run going on after errors has several).
@@ -473,19 +467,20 @@ std::string CauseSignatures::of(const PropertyResult& result) {
     }
   } else if (failing.after_error && run.error) {
     location = std::string("after an error in ") + error_phase(*run.error);
-  } else if (result.property == "flag-in-body") {
+  } else if (located == Located::at_flag_reading) {
     shown = flag_evidence(failing);
     oracle_shown = result.oracle.holds || !sut_fails ? shown : flag_evidence(result.oracle);
     location = flag_reading(failing, sites());
-  } else if (about_values(result.property)) {
-    location = difference(run, result.property == "recompute-fidelity", failing.iteration);
+  } else if (located == Located::at_value || located == Located::at_recomputation) {
+    const bool in_recomputation = located == Located::at_recomputation;
+    location = difference(run, in_recomputation, failing.iteration);
     if (!location.empty()) {
       // How the value differs (its shape, its elements) is then the parting's symptom.
       shown = evidence(failing, /*with_difference=*/false);
       oracle_shown = result.oracle.holds || !sut_fails ? shown : evidence(result.oracle, false);
     }
     if (location.empty() && !run.trace.empty()) {
-      location = result.property == "recompute-fidelity" ? "no op's recomputation differs from its forward"
+      location = in_recomputation ? "no op's recomputation differs from its forward"
                                                          : "every op agrees with eager's: it arises in backward";
     }
   }

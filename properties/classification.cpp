@@ -2,11 +2,14 @@
 // mode judges a sut that fixes its oracle (NOTE [ The oracle is no reference ]); the properties
 // themselves are in properties.cpp.
 #include <algorithm>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
 #include "properties/properties.h"
 #include "properties/body_state.h"
+#include "properties/classification_rules.h"
 #include "suts/subject.h"
 
 namespace recheck {
@@ -126,7 +129,7 @@ std::string fixed_against_eager(const std::vector<PropertyResult>& results) {
   std::string names;
   for (const PropertyResult& r : results) {
     const Property* p = find_property(r.property);
-    if (p == nullptr || !p->reads_eager || r.classification != Classification::fixed) continue;
+    if (p == nullptr || !p->reads_eager() || r.classification != Classification::fixed) continue;
     names += (names.empty() ? "" : ", ") + r.property;
   }
   return names;
@@ -175,116 +178,187 @@ std::string fixed_against_eager(const std::vector<PropertyResult>& results) {
 //    sut's in the first thing they differ in (requires_grad, the data's shape, its values, ...)
 //    and not the oracle's: the sut fixed what the base left the user, `fixed`
 //    (stash_fixed_against_eager).
+// A property that compares the sut with the oracle, failed in the state an error left, in an
+// iteration where both runs raised and eager mode did not (the rule every such property shares).
+bool in_a_state_no_one_judges(PropertyResult& r, const RuleContext& context) {
+  if (!(find_property(r.property)->compares_with_oracle && r.sut.after_error && r.sut.iteration >= 0 &&
+        raised_where_eager_did_not(context.runs.eager, context.oracle, context.sut, static_cast<size_t>(r.sut.iteration)))) {
+    return false;
+  }
+  r.classification = Classification::pre_existing;
+  explain(r.sut, "in the state an error left that both runs raise and eager mode does not: a state eager mode never "
+                 "has, where nothing says which run's is right");
+  return true;
+}
+
+// A property that reads eager mode's run, both failing, the sut in a later iteration (the rule
+// every such property shares).
+bool where_the_oracle_fails_too(PropertyResult& r, const RuleContext& context) {
+  const Property* p = find_property(r.property);
+  const Runs& runs = context.runs;
+  if (!(p->reads_eager() && !r.oracle.holds && !r.sut.holds && r.oracle.iteration >= 0 &&
+        r.sut.iteration > r.oracle.iteration && static_cast<size_t>(r.sut.iteration) < runs.eager.iterations.size() &&
+        static_cast<size_t>(r.sut.iteration) < context.oracle.iterations.size())) {
+    return false;
+  }
+  // The oracle judged from the sut's failing iteration on: its iterations before it as eager
+  // mode's, which hold by construction.
+  Observations from_there = context.oracle;
+  for (int i = 0; i < r.sut.iteration; ++i) {
+    from_there.iterations[static_cast<size_t>(i)] = runs.eager.iterations[static_cast<size_t>(i)];
+  }
+  const Verdict there = p->check(from_there, runs);
+  if (!there.holds && there.iteration == r.sut.iteration && there.describe() == r.sut.describe()) {
+    r.classification = Classification::pre_existing;
+    explain(r.sut, "where the oracle first fails this run holds, and the oracle fails here too");
+  }
+  return true;
+}
+
 void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& results, const Observations& oracle,
                                               const Observations& sut, const Runs& runs) {
-  const PropertyResult* match_eager = nullptr;
-  const PropertyResult* outputs = nullptr;
-  for (const PropertyResult& r : results) {
-    if (r.property == "grads-match-eager") match_eager = &r;
-    if (r.property == "outputs-bitwise") outputs = &r;
-  }
-  // The first iteration after which the oracle's RNG states are not eager mode's where the sut's
-  // are (rng-restored fixed, or errors-match fixed on the states an error left): -1 if none.
-  int rng_fixed_from = -1;
+  RuleContext context{oracle, sut, runs, results};
   for (const PropertyResult& r : results) {
     const bool rng_fixed =
-        (r.property == "rng-restored" && r.classification == Classification::fixed) ||
-        (r.property == "errors-match" && r.oracle.describe().find(kRngNotRestored) != std::string::npos &&
+        (r.property == std::string("rng-restored") && r.classification == Classification::fixed) ||
+        (r.property == std::string("errors-match") && r.oracle.describe().find(kRngNotRestored) != std::string::npos &&
          r.sut.describe().find(kRngNotRestored) == std::string::npos);
-    if (rng_fixed && r.oracle.iteration >= 0 && (rng_fixed_from < 0 || r.oracle.iteration < rng_fixed_from)) {
-      rng_fixed_from = r.oracle.iteration;
+    if (rng_fixed && r.oracle.iteration >= 0 && (context.rng_fixed_from < 0 || r.oracle.iteration < context.rng_fixed_from)) {
+      context.rng_fixed_from = r.oracle.iteration;
     }
   }
   for (PropertyResult& r : results) {
     if (r.classification != Classification::divergent && r.classification != Classification::regression) continue;
-    if (r.property == "errors-match" && !r.oracle.holds && !r.sut.holds) {
-      const std::string oracle_text = r.oracle.describe();
-      const size_t unrestored = oracle_text.find(kRngNotRestored);
-      if (unrestored != std::string::npos && r.sut.describe().find(kRngNotRestored) == std::string::npos &&
-          oracle_text.substr(0, unrestored) == r.sut.describe()) {
-        r.classification = Classification::fixed;
-        explain(r.sut, "the same error as the oracle's, which alone left the RNG states unrestored");
-        continue;
-      }
-      if (r.classification != Classification::divergent || r.sut.iteration < 0) continue;
-      const size_t parted = static_cast<size_t>(r.sut.iteration);
-      const std::optional<ErrorRecord> s = first_error_from(sut, parted);
-      const std::optional<ErrorRecord> o = first_error_from(oracle, parted);
-      if (s && o && s->iteration == o->iteration && s->error == o->error && error_progress(*s) == error_progress(*o) &&
-          r.oracle.iteration >= 0 && r.oracle.iteration < r.sut.iteration) {
-        // The oracle failed first, in an earlier iteration (the RNG states its error left, say),
-        // which the sut holds; where the sut fails, the oracle raised the same error at the same
-        // point: the sut fixed the first failure and shares the second.
-        r.classification = Classification::pre_existing;
-        explain(r.sut, "where the oracle first fails this run holds, and the oracle raised this error at this point too (after " +
-                           std::to_string(s->ops_completed) + " ops of iteration " + std::to_string(s->iteration) + " " +
-                           s->phase + ")");
-        continue;
-      }
-      if (!s || !o || s->iteration != o->iteration || s->error == o->error) continue;
-      const std::string point = std::to_string(s->ops_completed) + " ops of iteration " + std::to_string(s->iteration) +
-                                " " + s->phase;
-      if (error_progress(*s) > error_progress(*o)) {
-        r.classification = Classification::unreached;
-        explain(r.sut, "raised after " + point + ", past the oracle's error (after " +
-                           std::to_string(o->ops_completed) + " ops, " + o->phase + "): a point the oracle never reached");
-      } else if (error_progress(*s) == error_progress(*o)) {
-        r.classification = Classification::pre_existing;
-        explain(r.sut, "raised at the point the oracle raised its own (after " + point +
-                           "), where eager mode did not: another message for a failure both have");
-      }
-    } else if (find_property(r.property)->compares_with_oracle && r.sut.after_error && r.sut.iteration >= 0 &&
-               raised_where_eager_did_not(runs.eager, oracle, sut, static_cast<size_t>(r.sut.iteration))) {
-      r.classification = Classification::pre_existing;
-      explain(r.sut, "in the state an error left that both runs raise and eager mode does not: a state eager mode never "
-                     "has, where nothing says which run's is right");
-    } else if (r.property == "recompute-fidelity" && r.oracle.holds && !r.sut.holds && r.sut.iteration >= 0 &&
-               rng_fixed_from >= 0 && r.sut.iteration >= rng_fixed_from) {
-      r.classification = Classification::pre_existing;
-      explain(r.sut, "the oracle's RNG states are not eager mode's from iteration " + std::to_string(rng_fixed_from) +
-                         " on and this run's are (rng-restored fixed): the oracle's recomputations draw from another state, "
-                         "no reference for what this run's draw");
-    } else if (r.property == "recompute-fidelity" && !r.oracle.holds && !r.sut.holds &&
-               r.sut.segment_record > r.oracle.segment_record && r.oracle.segment_record >= 0) {
-      Observations from_there = oracle;
-      for (int k = 0; k < r.sut.segment_record; ++k) from_there.segment_calls[static_cast<size_t>(k)].calls.clear();
-      const Verdict there = find_property("recompute-fidelity")->check(from_there, runs);
-      if (!there.holds && there.segment_record == r.sut.segment_record) {
-        r.classification = Classification::pre_existing;
-        explain(r.sut, "where the oracle first fails this run holds, and the oracle fails this call too");
-      }
-    } else if ((r.property == "grads-bitwise" || r.property == "grads-match-eager") && outputs != nullptr &&
-               outputs->classification == Classification::pre_existing && r.sut.iteration >= outputs->sut.iteration) {
-      r.classification = Classification::pre_existing;
-      explain(r.sut, "both runs' " + outputs->sut.where +
-                         " already differs from eager mode's, the same way: the gradients of another loss");
-    } else if (r.property == "stash-kept" && r.oracle.holds && r.sut.iteration >= 0) {
-      if (const auto site = stash_fixed_against_eager(runs.eager, oracle, sut, static_cast<size_t>(r.sut.iteration))) {
-        r.classification = Classification::fixed;
-        explain(r.sut, "eager mode's stash at " + *site + " is this run's in what the two differ in, not the oracle's");
-      }
-    } else if (r.property == "grads-bitwise" && match_eager != nullptr && !match_eager->oracle.holds) {
-      r.classification = Classification::pre_existing;
-      explain(r.sut, "the oracle's gradients are not eager mode's (grads-match-eager): no reference for these bits");
-    } else if (const Property* p = find_property(r.property);
-               p->reads_eager && r.property != "errors-match" && !r.oracle.holds && !r.sut.holds &&
-               r.oracle.iteration >= 0 && r.sut.iteration > r.oracle.iteration &&
-               static_cast<size_t>(r.sut.iteration) < runs.eager.iterations.size() &&
-               static_cast<size_t>(r.sut.iteration) < oracle.iterations.size()) {
-      // The oracle judged from the sut's failing iteration on: its iterations before it as eager
-      // mode's, which hold by construction.
-      Observations from_there = oracle;
-      for (int i = 0; i < r.sut.iteration; ++i) {
-        from_there.iterations[static_cast<size_t>(i)] = runs.eager.iterations[static_cast<size_t>(i)];
-      }
-      const Verdict there = p->check(from_there, runs);
-      if (!there.holds && there.iteration == r.sut.iteration && there.describe() == r.sut.describe()) {
-        r.classification = Classification::pre_existing;
-        explain(r.sut, "where the oracle first fails this run holds, and the oracle fails here too");
-      }
+    if (in_a_state_no_one_judges(r, context)) continue;
+    bool applied = false;
+    for (const Rule rule : find_property(r.property)->by_eager) {
+      if ((applied = rule(r, context))) break;
     }
+    if (!applied) (void)where_the_oracle_fails_too(r, context);
   }
 }
+
+}  // namespace
+
+const PropertyResult* RuleContext::result_of(const char* property) const {
+  for (const PropertyResult& r : results) {
+    if (r.property == property) return &r;
+  }
+  return nullptr;
+}
+
+namespace rules {
+
+bool flag_readings_the_oracle_shares(PropertyResult& r, const RuleContext& context) {
+  if (r.classification != Classification::divergent) return false;
+  const FlagReadings readings = compare_flag_readings(context.sut, context.oracle);
+  if (readings == FlagReadings::differ) return true;
+  const bool both_read = readings == FlagReadings::alike;
+  r.classification = both_read ? Classification::pre_existing : Classification::unreached;
+  explain(r.sut, both_read ? "every reading this run found unset, the oracle found unset too"
+                           : "the oracle never made this reading; every other this run found unset, the oracle did too");
+  return true;
+}
+
+bool errors_both_runs_raise(PropertyResult& r, const RuleContext& context) {
+  if (r.oracle.holds || r.sut.holds) return false;
+  const std::string oracle_text = r.oracle.describe();
+  const size_t unrestored = oracle_text.find(kRngNotRestored);
+  if (unrestored != std::string::npos && r.sut.describe().find(kRngNotRestored) == std::string::npos &&
+      oracle_text.substr(0, unrestored) == r.sut.describe()) {
+    r.classification = Classification::fixed;
+    explain(r.sut, "the same error as the oracle's, which alone left the RNG states unrestored");
+    return true;
+  }
+  if (r.classification != Classification::divergent || r.sut.iteration < 0) return true;
+  const size_t parted = static_cast<size_t>(r.sut.iteration);
+  const std::optional<ErrorRecord> s = first_error_from(context.sut, parted);
+  const std::optional<ErrorRecord> o = first_error_from(context.oracle, parted);
+  if (s && o && s->iteration == o->iteration && s->error == o->error && error_progress(*s) == error_progress(*o) &&
+      r.oracle.iteration >= 0 && r.oracle.iteration < r.sut.iteration) {
+    // The oracle failed first, in an earlier iteration (the RNG states its error left, say),
+    // which the sut holds; where the sut fails, the oracle raised the same error at the same
+    // point: the sut fixed the first failure and shares the second.
+    r.classification = Classification::pre_existing;
+    explain(r.sut, "where the oracle first fails this run holds, and the oracle raised this error at this point too (after " +
+                       std::to_string(s->ops_completed) + " ops of iteration " + std::to_string(s->iteration) + " " +
+                       s->phase + ")");
+    return true;
+  }
+  if (!s || !o || s->iteration != o->iteration || s->error == o->error) return true;
+  const std::string point = std::to_string(s->ops_completed) + " ops of iteration " + std::to_string(s->iteration) +
+                            " " + s->phase;
+  if (error_progress(*s) > error_progress(*o)) {
+    r.classification = Classification::unreached;
+    explain(r.sut, "raised after " + point + ", past the oracle's error (after " + std::to_string(o->ops_completed) +
+                       " ops, " + o->phase + "): a point the oracle never reached");
+  } else if (error_progress(*s) == error_progress(*o)) {
+    r.classification = Classification::pre_existing;
+    explain(r.sut, "raised at the point the oracle raised its own (after " + point +
+                       "), where eager mode did not: another message for a failure both have");
+  }
+  return true;
+}
+
+bool recomputed_after_the_oracle_s_rng_went_wrong(PropertyResult& r, const RuleContext& context) {
+  if (!(r.oracle.holds && !r.sut.holds && r.sut.iteration >= 0 && context.rng_fixed_from >= 0 &&
+        r.sut.iteration >= context.rng_fixed_from)) {
+    return false;
+  }
+  r.classification = Classification::pre_existing;
+  explain(r.sut, "the oracle's RNG states are not eager mode's from iteration " + std::to_string(context.rng_fixed_from) +
+                     " on and this run's are (rng-restored fixed): the oracle's recomputations draw from another state, "
+                     "no reference for what this run's draw");
+  return true;
+}
+
+bool recomputation_the_oracle_fails_too(PropertyResult& r, const RuleContext& context) {
+  if (!(!r.oracle.holds && !r.sut.holds && r.sut.segment_record > r.oracle.segment_record &&
+        r.oracle.segment_record >= 0)) {
+    return false;
+  }
+  Observations from_there = context.oracle;
+  for (int k = 0; k < r.sut.segment_record; ++k) from_there.segment_calls[static_cast<size_t>(k)].calls.clear();
+  const Verdict there = find_property(r.property)->check(from_there, context.runs);
+  if (!there.holds && there.segment_record == r.sut.segment_record) {
+    r.classification = Classification::pre_existing;
+    explain(r.sut, "where the oracle first fails this run holds, and the oracle fails this call too");
+  }
+  return true;
+}
+
+bool grads_of_another_loss(PropertyResult& r, const RuleContext& context) {
+  const PropertyResult* outputs = context.result_of("outputs-bitwise");
+  if (!(outputs != nullptr && outputs->classification == Classification::pre_existing &&
+        r.sut.iteration >= outputs->sut.iteration)) {
+    return false;
+  }
+  r.classification = Classification::pre_existing;
+  explain(r.sut, "both runs' " + outputs->sut.where + " already differs from eager mode's, the same way: the gradients of another loss");
+  return true;
+}
+
+bool grads_bitwise_where_the_oracle_s_are_not_eager_s(PropertyResult& r, const RuleContext& context) {
+  const PropertyResult* match_eager = context.result_of("grads-match-eager");
+  if (!(match_eager != nullptr && !match_eager->oracle.holds)) return false;
+  r.classification = Classification::pre_existing;
+  explain(r.sut, "the oracle's gradients are not eager mode's (grads-match-eager): no reference for these bits");
+  return true;
+}
+
+bool stash_eager_mode_keeps_as_the_sut_does(PropertyResult& r, const RuleContext& context) {
+  if (!(r.oracle.holds && r.sut.iteration >= 0)) return false;
+  if (const auto site = stash_fixed_against_eager(context.runs.eager, context.oracle, context.sut,
+                                                  static_cast<size_t>(r.sut.iteration))) {
+    r.classification = Classification::fixed;
+    explain(r.sut, "eager mode's stash at " + *site + " is this run's in what the two differ in, not the oracle's");
+  }
+  return true;
+}
+
+}  // namespace rules
+
+namespace {
 
 // The checks of every property, or of those that do not read the eager run when it is null.
 std::vector<PropertyResult> check_all(const Observations* eager, const Observations& oracle, const Observations& sut,
@@ -293,12 +367,21 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
   const Runs runs{eager ? *eager : oracle, oracle};
   std::vector<PropertyResult> results;
   const Subject& subject = subject_for(sut.implementation);
+  {
+    static std::mutex lock;
+    static std::set<const Subject*> decided;  // each subject checked once, before its first case
+    const std::lock_guard<std::mutex> held(lock);
+    if (decided.count(&subject) == 0) {
+      require_every_property_decided(subject);
+      decided.insert(&subject);
+    }
+  }
   for (const Property& p : properties()) {
     if (!subject.applies(p.name)) continue;  // not part of its subject's suite: not reported at all
     const CodeChecked code{oracle.code, sut.code, sut.implementation, oracle.keeps_checkpointing_flag,
                            sut.keeps_checkpointing_flag};
     if (!not_checked_because(p, claims, choice, code).empty()) continue;
-    if (p.reads_eager && !eager) continue;
+    if (p.reads_eager() && !eager) continue;
     PropertyResult r;
     r.property = p.name;
     r.oracle = p.check(oracle, runs);
@@ -322,17 +405,14 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
     results.push_back(std::move(r));
   }
   if (claims == ChangeClaims::not_applicable) return results;
-  // flag-in-body judges each reading on its own: where the sut reads the flag unset only where
-  // the oracle does too (or never read), their failures are one (the sut holds some the oracle
-  // fails), and a first failure at a reading the oracle never made is unreached.
+  // Rules a property has of its own, on what the two runs recorded (flag-in-body judges each
+  // reading on its own).
+  const RuleContext context{oracle, sut, runs, results};
   for (PropertyResult& r : results) {
-    if (r.property != "flag-in-body" || r.classification != Classification::divergent) continue;
-    const FlagReadings readings = compare_flag_readings(sut, oracle);
-    if (readings == FlagReadings::differ) continue;
-    const bool both_read = readings == FlagReadings::alike;
-    r.classification = both_read ? Classification::pre_existing : Classification::unreached;
-    explain(r.sut, both_read ? "every reading this run found unset, the oracle found unset too"
-                             : "the oracle never made this reading; every other this run found unset, the oracle did too");
+    if (r.classification != Classification::divergent && r.classification != Classification::regression) continue;
+    for (const Rule rule : find_property(r.property)->by_its_records) {
+      if (rule(r, context)) break;
+    }
   }
   if (eager) judge_by_eager_where_the_oracle_is_wrong(results, oracle, sut, runs);
   // NOTE [ The oracle is no reference ] Where the sut fixes the oracle's function, what the

@@ -5,21 +5,27 @@
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "core/interpreter.h"
 #include "oracles/compare.h"
 #include "embedded/export_runtime_py.h"
 #include "embedded/pr_wrapper_py.h"
+#include "properties/properties.h"
 #include "oracles/eager.h"
 
 namespace recheck {
 
 namespace {
 
-const char* const kProperties[] = {"grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager",
-                                   "rng-restored",  "errors-match",    "no-side-effects",    "flag-in-body",
-                                   "stash-kept",    "stash-grads",     "grad-released",      "discard-own-outputs",
-                                   "discard-recomputed"};
+// The properties a script can assert (Property::exported), in the properties' order.
+std::vector<const char*> exported_properties() {
+  std::vector<const char*> names;
+  for (const Property& p : properties()) {
+    if (p.exported) names.push_back(p.name);
+  }
+  return names;
+}
 
 bool without_output(const Op& op) {
   const auto* checkpoint = std::get_if<Checkpoint>(&op);
@@ -242,10 +248,8 @@ bool uses_tracker(const Segment& segment) {
 }  // namespace
 
 bool exportable(const std::string& property) {
-  for (const char* p : kProperties) {
-    if (property == p) return true;
-  }
-  return false;
+  const Property* p = find_property(property);
+  return p != nullptr && p->exported;
 }
 
 std::string export_python(const Case& c, const ExportOptions& options) {
@@ -261,16 +265,14 @@ std::string export_python(const Case& c, const ExportOptions& options) {
                                 "torch has not: use megatron or megatron-clearing");
   }
   std::string names;
-  for (const char* p : kProperties) names += (names.empty() ? "" : ", ") + std::string(p);
+  for (const char* p : exported_properties()) names += (names.empty() ? "" : ", ") + std::string(p);
   // Every comma-separated name known, an empty one too ("grads-bitwise," is refused: the
   // script's own split would keep the empty name and refuse it only when run).
   bool known = true;
   for (std::size_t begin = 0;;) {
     const std::size_t comma = options.property.find(',', begin);
     const std::string name = options.property.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
-    bool found = false;
-    for (const char* p : kProperties) found = found || name == p;
-    known = known && found;
+    known = known && exportable(name);
     if (comma == std::string::npos) break;
     begin = comma + 1;
   }
@@ -303,7 +305,7 @@ std::string export_python(const Case& c, const ExportOptions& options) {
   out << "CHECKPOINT = " << py_string(options.checkpoint) << "\n";
   out << "PROPERTY = " << py_string(options.property) << "\n";
   out << "PROPERTIES = [";
-  for (const char* p : kProperties) out << py_string(p) << ", ";
+  for (const char* p : exported_properties()) out << py_string(p) << ", ";
   out << "]\n";
   out << "ITERATIONS = " << c.iterations << "\n";
   out << "CONTINUE_AFTER_ERROR = " << (c.continue_after_error ? "True" : "False") << "\n";

@@ -12,6 +12,8 @@
 
 namespace recheck {
 
+struct Subject;  // suts/subject.h
+
 struct Verdict {
   bool holds = true;
   std::string where;                     // e.g. "iteration 1, leaf v2 .grad"
@@ -73,18 +75,57 @@ struct Runs {
   const Observations& oracle;
 };
 
+// What a property that compares a run with eager mode's reads of that run, besides how many
+// iterations ran and which of them raised (every one reads those). agree_for_eager compares
+// exactly the union over the properties that apply: a property that reads something new of a
+// run says so in its declaration, or the shortcut would let two runs it tells apart through as
+// alike (tests/properties_test.cpp holds every property to its declaration).
+enum EagerRead : unsigned {
+  kReadsOutputs = 1u << 0,        // each iteration's outputs
+  kReadsLoss = 1u << 1,           // and its loss
+  kReadsLeafGrads = 1u << 2,      // the leaves' .grad after it
+  kReadsLeafData = 1u << 3,       // the leaves' data after it
+  kReadsRng = 1u << 4,            // the RNG states after it
+  kReadsTrackerSeeded = 1u << 5,  // the tracker states the run's own seeding made
+  kReadsFlag = 1u << 6,           // the is-checkpointing flag after it
+  kReadsAutocast = 1u << 7,       // the autocast state after it
+  kReadsErrors = 1u << 8,         // each error: where, what, and the RNG states it left
+  kReadsFloor = 1u << 9,          // what it held after each iteration, and whether a stash keeps a graph
+};
+
+// Where a cause signature (properties/causes.h) locates a failure of the property in its case.
+enum class Located {
+  by_evidence_alone,  // nowhere: the evidence is the cause (memory, allocations, discards, claims)
+  at_error,           // where the run parted from eager mode before its error, else the op that raised it
+  at_value,           // the first op whose value parts from eager mode's; "in backward" where none does
+  at_recomputation,   // the first op whose recomputation parts from its own forward
+  at_flag_reading,    // whether a checkpoint ran in the body before the reading
+};
+
+struct PropertyResult;
+struct RuleContext;  // properties/classification_rules.h
+// A classification rule of one property: where the plain comparison of a pair misleads, it
+// reclassifies the result (with why, in the sut's evidence). Returns whether it applied: the
+// property's later rules are then not tried.
+using Rule = bool (*)(PropertyResult& result, const RuleContext& context);
+
+// A property, declared once (properties.cpp, `properties()`): every consumer (classification,
+// cause signatures, the eager shortcut, export-python, the claims, the subjects' lists) reads
+// these fields, never its name. docs/adding-a-property.md.
 struct Property {
   const char* name;
   const char* description;
   Verdict (*check)(const Observations& subject, const Runs& runs);
+  // What it reads of a run it compares with eager mode's run (EagerRead bits); 0: it does not
+  // read eager mode's run. Such a property judges the sut and the oracle by the same function
+  // of their own observations, so when those agree (agree_for_eager) its two verdicts are
+  // equal: pass or pre-existing, never an alarm.
+  unsigned eager_reads = 0;
+  bool reads_eager() const { return eager_reads != 0; }
   // A claim of the change under test (grad-released, memory-floor): the oracle does not make
   // it, so only the sut's verdict is classified: pass, or regression. The oracle's verdict is
   // still computed and reported, for information.
   bool claim_of_change = false;
-  // Compares the subject with the eager run. Such a property judges the sut and the oracle by
-  // the same function of their own observations, so when those agree (agree_for_eager) its two
-  // verdicts are equal: pass or pre-existing, never an alarm.
-  bool reads_eager = false;
   // Compares what the oracle's and the subject's code do inside (their allocations): only
   // meaningful between runs of the same code (CheckpointImplementation::code), and left out of
   // the results otherwise (a Python function against the C++ oracle).
@@ -100,6 +141,17 @@ struct Property {
   // A claim of the change that, held, leaves this property unchecked: it compares what the claim
   // changes (stash-grads compares the .grad that grad-released clears).
   const char* yields_to_claim = nullptr;
+  // Where a failure is located (cause signatures).
+  Located located = Located::by_evidence_alone;
+  // export-python writes a script that asserts it with torch alone; its twin there is
+  // CHECKS[name] in properties/export_runtime.py (tests/export_agreement_test.cpp holds the two
+  // to the same verdicts). The memory properties are not: they need recheck's counting allocator.
+  bool exported = false;
+  // Its own classification rules, tried in order on an alarm (regression or divergent):
+  // `by_its_records` on every check (the two runs' records decide), `by_eager` where eager mode
+  // ran (NOTE [ The oracle is no reference ], properties/classification.cpp).
+  std::vector<Rule> by_its_records;
+  std::vector<Rule> by_eager;
 };
 
 // classify(oracle, sut, ...), except for a claim of the change: pass or regression by the sut
@@ -109,6 +161,9 @@ Classification classify(const Property& property, const Verdict& oracle, const V
 
 const std::vector<Property>& properties();
 const Property* find_property(const std::string& name);
+// Throws std::logic_error unless `subject` lists every property exactly once, as one it holds
+// (Subject::properties) or one it leaves out with why (Subject::leaves_out), and no other name.
+void require_every_property_decided(const Subject& subject);
 
 struct PropertyResult {
   std::string property;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/checkpoint_interface.h"
@@ -50,6 +51,12 @@ struct Subject {
   // order: a check leaves the others out of its results and its reports. The claims its change
   // makes are those of them marked claim_of_change.
   std::vector<std::string> properties;
+  // Every other property, each with why it does not apply (a function that keeps no
+  // is-checkpointing flag, a claim its change does not make): with `properties`, every property
+  // exactly once, so that a property added later is a decision each subject makes, never one
+  // dropped without a word (a check refuses a subject that has not made it; `recheck variants`
+  // prints both lists).
+  std::vector<std::pair<std::string, std::string>> leaves_out;
   // Its released function can crash the process on cases a caller gets wrong (reading freed
   // memory): mutant hunts then check each case in a process of its own (runner/isolated_check.h).
   bool cases_may_crash = false;

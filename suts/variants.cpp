@@ -192,6 +192,10 @@ Subject megatron_checkpoint_function() {
                         "rng-restored",  "errors-match",    "no-side-effects",   "flag-in-body",
                         "stash-kept",    "stash-grads",     "grad-released",     "memory-floor",
                         "no-extra-allocations"};
+  subject.leaves_out = {
+      {"memory-eager-floor", "the change is held to the released function's floor (memory-floor) instead"},
+      {"discard-own-outputs", "CheckpointFunction has no discard (CheckpointWithoutOutput's)"},
+      {"discard-recomputed", "CheckpointFunction has no discard (CheckpointWithoutOutput's)"}};
   // The script runs megatron-core's function, with recheck's wrapper of the PR's change around it
   // for the change's implementations.
   subject.exported_as = [](const std::string& name) {

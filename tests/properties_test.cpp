@@ -4,6 +4,8 @@
 
 #include <functional>
 #include <map>
+#include <stdexcept>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -262,6 +264,41 @@ TEST(AfterAnError, recomputation_inputs_of_a_backward_that_returned_are_held_to_
   EXPECT_EQ(classifications(c, "nonclearing", "clearing").at("grad-released"), Classification::pass);
 }
 
+// Each property is declared once (properties/properties.cpp) and each subject decides about every
+// one: holds it, or leaves it out saying why. A subject that forgets one, names one twice or names
+// one that does not exist is refused, naming what is wrong.
+TEST(Properties, every_subject_holds_or_leaves_out_every_property_and_a_forgotten_one_is_refused) {
+  for (const Subject& subject : subjects()) EXPECT_NO_THROW(require_every_property_decided(subject)) << subject.name;
+  auto refusal = [](const Subject& subject) {
+    try {
+      require_every_property_decided(subject);
+    } catch (const std::logic_error& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  Subject forgot = default_subject();
+  forgot.leaves_out.pop_back();
+  EXPECT_NE(refusal(forgot).find("neither holds nor leaves out the property discard-recomputed"), std::string::npos)
+      << refusal(forgot);
+  Subject twice = default_subject();
+  twice.leaves_out.emplace_back("grads-bitwise", "twice");
+  EXPECT_NE(refusal(twice).find("names grads-bitwise twice"), std::string::npos) << refusal(twice);
+  Subject unknown = default_subject();
+  unknown.properties.emplace_back("grads-bitwize");
+  EXPECT_NE(refusal(unknown).find("names no property grads-bitwize"), std::string::npos) << refusal(unknown);
+  Subject silent = default_subject();
+  silent.leaves_out.back().second.clear();
+  EXPECT_NE(refusal(silent).find("without saying why"), std::string::npos) << refusal(silent);
+  // Every field a consumer reads is declared: a property that reads eager mode's run says what
+  // (EagerRead), one located at a value or an error is one whose check compares those.
+  for (const Property& p : properties()) {
+    EXPECT_TRUE(p.description != nullptr && *p.description != '\0') << p.name;
+    if (p.claim_of_change) EXPECT_FALSE(p.reads_eager()) << p.name << ": a claim is judged on the sut alone";
+    for (const Rule rule : p.by_eager) EXPECT_NE(rule, nullptr) << p.name;
+  }
+}
+
 TEST(Classify, pairs_of_verdicts) {
   const Verdict ok = Verdict::pass();
   const Verdict a = Verdict::fail("x", std::nullopt, "a");
@@ -393,7 +430,7 @@ TEST(Generated, eager_mode_skipped_when_sut_and_oracle_agree_loses_no_alarm) {
           EXPECT_EQ(lazy.results[k].sut.describe(), r.sut.describe()) << where << ", " << r.property;
           ++k;
         } else {
-          EXPECT_TRUE(find_property(r.property)->reads_eager) << where << ", " << r.property;
+          EXPECT_TRUE(find_property(r.property)->reads_eager()) << where << ", " << r.property;
           EXPECT_FALSE(is_alarm(r.classification)) << where << ", " << r.property << ": " << r.sut.describe();
         }
       }
@@ -445,7 +482,7 @@ TEST(Generated, agreement_for_eager_covers_everything_a_property_reading_eager_m
       change(b);
       bool verdict_moved = false;
       for (const Property& p : properties()) {
-        if (!p.reads_eager || !subject_for(a.implementation).applies(p.name)) continue;
+        if (!p.reads_eager() || !subject_for(a.implementation).applies(p.name)) continue;
         const Verdict va = p.check(a, Runs{eager, a});
         const Verdict vb = p.check(b, Runs{eager, a});
         verdict_moved = verdict_moved || va.holds != vb.holds || va.describe() != vb.describe();
