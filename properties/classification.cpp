@@ -369,11 +369,11 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
   const Subject& subject = subject_for(sut.implementation);
   {
     static std::mutex lock;
-    static std::set<const Subject*> decided;  // each subject checked once, before its first case
+    static std::set<std::string> decided;  // each subject checked once, before its first case
     const std::lock_guard<std::mutex> held(lock);
-    if (decided.count(&subject) == 0) {
+    if (decided.count(subject.name) == 0) {
       require_every_property_decided(subject);
-      decided.insert(&subject);
+      decided.insert(subject.name);
     }
   }
   for (const Property& p : properties()) {
