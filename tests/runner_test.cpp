@@ -3,6 +3,7 @@
 // interrupt passed on to a worker stuck in its case, and results crossing the process boundary.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -26,6 +28,42 @@
 
 namespace recheck::runner {
 namespace {
+
+// A process about to fork a child per case moves its resident anonymous memory onto 2 MiB pages:
+// the bytes are still there, each child sees them and writes its own copy, and memory that is
+// mostly not resident (a thread stack, a reserved arena) is left alone.
+TEST(WorkerProcess, resident_anonymous_memory_moves_onto_huge_pages_and_keeps_its_bytes) {
+  constexpr size_t kBytes = size_t{16} << 20;
+  std::vector<unsigned char> filled(kBytes);
+  for (size_t i = 0; i < kBytes; ++i) filled[i] = static_cast<unsigned char>(i * 7 + 3);
+  // Mapped, one page in 512 touched: mostly not resident.
+  void* mapped = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mapped, MAP_FAILED);
+  auto* sparse = static_cast<unsigned char*>(mapped);
+  for (size_t i = 0; i < kBytes; i += size_t{2} << 20) sparse[i] = 1;
+  const int64_t collapsed = collapse_onto_huge_pages();
+  if (collapsed == 0) GTEST_SKIP() << "this kernel collapses nothing (MADV_COLLAPSE is Linux 6.1 on)";
+  EXPECT_GE(collapsed, static_cast<int64_t>(kBytes) - (int64_t{4} << 20)) << "the filled buffer, less its unaligned ends";
+  for (size_t i = 0; i < kBytes; i += 4093) ASSERT_EQ(filled[i], static_cast<unsigned char>(i * 7 + 3)) << i;
+  WorkerProcess child;
+  child.start([&](FILE*, int out) {
+    bool same = true;
+    for (size_t i = 0; i < kBytes; i += 4093) same = same && filled[i] == static_cast<unsigned char>(i * 7 + 3);
+    filled[0] = 99;  // its own copy, not the parent's
+    write_all(out, same ? "same\n" : "differs\n");
+  }, /*with_input=*/false);
+  EXPECT_EQ(child.read_line().value_or("none"), "same");
+  EXPECT_EQ(child.stop(), "exited with status 0");
+  EXPECT_EQ(filled[0], 3);
+  // The sparse mapping stayed as it was: collapsing it would have made all of it resident.
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> resident(kBytes / page);
+  ASSERT_EQ(mincore(mapped, kBytes, resident.data()), 0);
+  size_t in_memory = 0;
+  for (const unsigned char r : resident) in_memory += r & 1;
+  EXPECT_LE(in_memory, resident.size() / 64) << "the mostly untouched mapping was collapsed";
+  munmap(mapped, kBytes);
+}
 
 TEST(WorkerProcess, answers_line_by_line_and_says_how_it_ended) {
   WorkerProcess worker;
