@@ -66,6 +66,13 @@ bool interrupted() { return g_interrupted.load(); }
 
 int interrupt_signal() { return g_interrupt_signal; }
 
+void forget_interrupt() {
+  const itimerval none{{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &none, nullptr);
+  g_interrupt_signal = 0;
+  g_interrupted = false;
+}
+
 void workers_used() { g_workers_used = 1; }
 
 void add_worker(pid_t pid) {

@@ -17,6 +17,9 @@ void stop_on_interrupt();
 // 128 + that number (130 for Ctrl-C, 143 for SIGTERM) unless it found something (1).
 bool interrupted();
 int interrupt_signal();
+// Forgets an interrupt that was dealt with, for a process that goes on to other work after the
+// one it cut short (the unit tests, run many to a process under the sanitizers).
+void forget_interrupt();
 
 // The worker processes in progress, to which an interrupt is passed on (`run --jobs N` has N).
 // WorkerProcess calls workers_used just before it forks, adds the child after and removes it

@@ -280,6 +280,8 @@ TEST(Interrupts, workers_stuck_in_their_cases_are_killed_after_the_grace) {
   EXPECT_EQ(seen.events, events({"R0", "R1"})) << "the cases in progress are left out";
   EXPECT_EQ(outcome.failed, "");
   EXPECT_LT(seconds, 30.0) << "the workers were not killed";
+  forget_interrupt();  // the tests after this one, in the same process under the sanitizers
+  EXPECT_FALSE(interrupted());
 }
 
 TEST(ResultsJson, a_case_result_crosses_the_process_boundary_whole) {
