@@ -1,7 +1,11 @@
 // Cases to and from their JSON form (version 1): every error names the field path.
 #include "core/case.h"
 
+#include <array>
 #include <cmath>
+#include <optional>
+#include <utility>
+#include <variant>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -229,42 +233,49 @@ Arg arg_from_json(const Reader& r) {
   r.fail("null or an object with one of \"ref\", \"int\", \"float\", \"bool\", \"str\"");
 }
 
-Op op_from_json(const Reader& r, ParseContext& context, int depth) {
-  static const char* const kOpNames =
-      "one of \"unary\", \"binary\", \"matmul\", \"view\", \"inplace\", \"reduce\", \"argmax\", "
-      "\"random\", \"stash\", \"raise\", \"checkpoint\", \"fork\", \"autocast\", \"discard\"";
-  const Reader kind_reader = r.field("op");
-  const std::string kind = kind_reader.node().is_string() ? kind_reader.string() : "";
-  auto x = [&] { return value_ref(r.field("x")); };
-  if (kind == "unary") {
+// Reads an op of the kind its "op" field names: one overload per op, no catch-all, so that a
+// new op does not build until it is read.
+struct OpFromJson {
+  const Reader& r;
+  ParseContext& context;
+  int depth;
+
+  int x() const { return value_ref(r.field("x")); }
+  std::vector<int> refs(const char* field) const {
+    std::vector<int> out;
+    r.field(field).each([&](const Reader& ref) { out.push_back(value_ref(ref)); });
+    return out;
+  }
+
+  Unary operator()(std::in_place_type_t<Unary>) const {
     r.only({"op", "fn", "x"});
     return Unary{r.field("fn").choice(kUnaryFns), x()};
   }
-  if (kind == "binary") {
+  Binary operator()(std::in_place_type_t<Binary>) const {
     r.only({"op", "fn", "a", "b"});
     return Binary{r.field("fn").choice(kBinaryFns), value_ref(r.field("a")), value_ref(r.field("b"))};
   }
-  if (kind == "matmul") {
+  Matmul operator()(std::in_place_type_t<Matmul>) const {
     r.only({"op", "a", "b"});
     return Matmul{value_ref(r.field("a")), value_ref(r.field("b"))};
   }
-  if (kind == "view") {
+  View operator()(std::in_place_type_t<View>) const {
     r.only({"op", "fn", "x"});
     return View{r.field("fn").choice(kViewFns), x()};
   }
-  if (kind == "inplace") {
+  InPlace operator()(std::in_place_type_t<InPlace>) const {
     r.only({"op", "fn", "scalar", "x"});
     return InPlace{r.field("fn").choice(kInPlaceFns), r.field("scalar").number(), x()};
   }
-  if (kind == "reduce") {
+  Reduce operator()(std::in_place_type_t<Reduce>) const {
     r.only({"op", "fn", "x"});
     return Reduce{r.field("fn").choice(kReduceFns), x()};
   }
-  if (kind == "argmax") {
+  Argmax operator()(std::in_place_type_t<Argmax>) const {
     r.only({"op", "x"});
     return Argmax{x()};
   }
-  if (kind == "random") {
+  Random operator()(std::in_place_type_t<Random>) const {
     r.only({"op", "fn", "source", "tracker_state", "p", "x"});
     Random op;
     op.fn = r.field("fn").choice(kRandomFns);
@@ -278,36 +289,36 @@ Op op_from_json(const Reader& r, ParseContext& context, int depth) {
     op.x = x();
     return op;
   }
-  if (kind == "stash") {
+  Stash operator()(std::in_place_type_t<Stash>) const {
     r.only({"op", "x"});
     return Stash{x()};
   }
-  if (kind == "raise") {
+  Raise operator()(std::in_place_type_t<Raise>) const {
     r.only({"op", "x", "when"});
     Raise op{x()};
     if (r.has("when")) op.when = r.field("when").choice(kRaiseWhens);
     return op;
   }
-  if (kind == "fork") {
+  Fork operator()(std::in_place_type_t<Fork>) const {
     r.only({"op", "tracker_state", "args", "body"});
     Fork op;
     op.tracker_state = r.field("tracker_state").string();
-    r.field("args").each([&](const Reader& arg) { op.args.push_back(value_ref(arg)); });
+    op.args = refs("args");
     op.body = segment_from_json(r.field("body"), context, depth + 1);
     return op;
   }
-  if (kind == "autocast") {
+  Autocast operator()(std::in_place_type_t<Autocast>) const {
     r.only({"op", "enabled", "device_type", "dtype", "args", "body"});
     Autocast op;
     op.enabled = r.field("enabled").boolean();
     op.device_type = r.field("device_type").string();
     if (op.device_type != "cpu" && op.device_type != "cuda") r.field("device_type").fail("\"cpu\" or \"cuda\"");
     op.dtype = r.field("dtype").choice(kPrecisions);
-    r.field("args").each([&](const Reader& arg) { op.args.push_back(value_ref(arg)); });
+    op.args = refs("args");
     op.body = segment_from_json(r.field("body"), context, depth + 1);
     return op;
   }
-  if (kind == "checkpoint") {
+  Checkpoint operator()(std::in_place_type_t<Checkpoint>) const {
     r.only({"op", "distribute", "without_output", "options", "args", "body"});
     Checkpoint op;
     op.distribute = r.field("distribute").boolean();
@@ -322,15 +333,43 @@ Op op_from_json(const Reader& r, ParseContext& context, int depth) {
     op.body = segment_from_json(r.field("body"), context, depth + 1);
     return op;
   }
-  if (kind == "discard") {
+  Discard operator()(std::in_place_type_t<Discard>) const {
     r.only({"op", "checkpoints", "hook"});
     Discard op;
-    r.field("checkpoints").each([&](const Reader& ref) { op.checkpoints.push_back(value_ref(ref)); });
+    op.checkpoints = refs("checkpoints");
     if (op.checkpoints.empty()) r.field("checkpoints").fail("the first output of at least one checkpoint without output");
     op.hook = value_ref(r.field("hook"));
     return op;
   }
-  kind_reader.fail(kOpNames);
+};
+
+// Each op's name (op_name), in Op's order.
+template <size_t... I>
+std::array<std::string, sizeof...(I)> op_names(std::index_sequence<I...>) {
+  return {op_name(Op(std::in_place_index<I>))...};
+}
+const auto& all_op_names() {
+  static const auto names = op_names(std::make_index_sequence<std::variant_size_v<Op>>{});
+  return names;
+}
+
+template <size_t... I>
+std::optional<Op> read_op_of_kind(const std::string& kind, const OpFromJson& read, std::index_sequence<I...>) {
+  std::optional<Op> op;
+  ((!op && kind == all_op_names()[I] ? (void)op.emplace(std::in_place_index<I>, read(std::in_place_type<std::variant_alternative_t<I, Op>>))
+                                     : void()),
+   ...);
+  return op;
+}
+
+Op op_from_json(const Reader& r, ParseContext& context, int depth) {
+  const Reader kind_reader = r.field("op");
+  const std::string kind = kind_reader.node().is_string() ? kind_reader.string() : "";
+  std::optional<Op> op = read_op_of_kind(kind, OpFromJson{r, context, depth}, std::make_index_sequence<std::variant_size_v<Op>>{});
+  if (op) return std::move(*op);
+  std::string expected = "one of ";
+  for (const std::string& name : all_op_names()) expected += (&name == &all_op_names().front() ? "\"" : ", \"") + name + "\"";
+  kind_reader.fail(expected);
 }
 
 Segment segment_from_json(const Reader& r, ParseContext& context, int depth) {

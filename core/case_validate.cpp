@@ -46,11 +46,35 @@ struct ValueBytes {
   }
 };
 
-// The field of a plain op that holds its `k`th input: x, or a and b.
-const char* input_field(const Op& op, std::size_t k) {
-  if (std::holds_alternative<Binary>(op) || std::holds_alternative<Matmul>(op)) return k == 0 ? ".a" : ".b";
-  return ".x";
-}
+// The field of an op that holds its `k`th input (in op_inputs' order): one overload per op, no
+// catch-all, so that a new op names its fields. Those with a body are checked with it.
+struct InputField {
+  std::size_t k;
+  std::string operator()(const Binary&) const { return k == 0 ? ".a" : ".b"; }
+  std::string operator()(const Matmul&) const { return k == 0 ? ".a" : ".b"; }
+  std::string operator()(const Unary&) const { return ".x"; }
+  std::string operator()(const View&) const { return ".x"; }
+  std::string operator()(const InPlace&) const { return ".x"; }
+  std::string operator()(const Reduce&) const { return ".x"; }
+  std::string operator()(const Argmax&) const { return ".x"; }
+  std::string operator()(const Random&) const { return ".x"; }
+  std::string operator()(const Stash&) const { return ".x"; }
+  std::string operator()(const Raise&) const { return ".x"; }
+  std::string operator()(const Discard& o) const {
+    return k < o.checkpoints.size() ? ".checkpoints[" + std::to_string(k) + "]" : ".hook";
+  }
+  std::string operator()(const Checkpoint& o) const {  // the kth of its arguments that is a value
+    std::size_t refs = 0;
+    for (std::size_t a = 0; a < o.args.size(); ++a) {
+      if (std::holds_alternative<Ref>(o.args[a]) && refs++ == k) return ".args[" + std::to_string(a) + "].ref";
+    }
+    return ".args";
+  }
+  std::string operator()(const Fork&) const { return ".args[" + std::to_string(k) + "]"; }
+  std::string operator()(const Autocast&) const { return ".args[" + std::to_string(k) + "]"; }
+};
+
+std::string input_field(const Op& op, std::size_t k) { return std::visit(InputField{k}, op); }
 
 // Checks a segment whose inputs are `values` (core/analysis.h); gives its outputs'.
 std::vector<ValueFacts> validate_segment(const Segment& segment, std::vector<ValueFacts> values, int depth,
@@ -106,7 +130,7 @@ std::vector<ValueFacts> validate_segment(const Segment& segment, std::vector<Val
       const std::vector<int> refs = op_inputs(op);
       std::vector<ValueFacts> args;
       for (size_t a = 0; a < refs.size(); ++a) {
-        validate_ref(refs[a], available, op_path + ".args[" + std::to_string(a) + "]");
+        validate_ref(refs[a], available, op_path + input_field(op, a));
         args.push_back(as_body_input(values[refs[a]]));
       }
       made = validate_segment(*op_body(op), std::move(args), depth + 1, op_path + ".body", value_bytes);

@@ -217,12 +217,36 @@ uint64_t ValuePrints::of_outputs(const std::vector<Value>& outputs, const std::v
   return h;
 }
 
+namespace {
+
+// Whether an op may change a value it reads (so that what it read is hashed again once it
+// returned): one overload per op, no catch-all, so that a new op says.
+struct MayWrite {
+  bool operator()(const InPlace&) const { return true; }
+  bool operator()(const Discard&) const { return true; }  // the outputs it frees
+  // A body may update its inputs in place.
+  bool operator()(const Checkpoint&) const { return true; }
+  bool operator()(const Fork&) const { return true; }
+  bool operator()(const Autocast&) const { return true; }
+  bool operator()(const Unary&) const { return false; }
+  bool operator()(const Binary&) const { return false; }
+  bool operator()(const Matmul&) const { return false; }
+  bool operator()(const View&) const { return false; }
+  bool operator()(const Reduce&) const { return false; }
+  bool operator()(const Argmax&) const { return false; }
+  bool operator()(const Random&) const { return false; }
+  bool operator()(const Stash&) const { return false; }
+  bool operator()(const Raise&) const { return false; }
+};
+
+}  // namespace
+
 TraceIndex::TraceIndex(const Case& c) : numbers(op_numbers(c)) {
   refs.resize(numbers.size());
   may_write.resize(numbers.size());
   for (const auto& [op, number] : numbers) {
     refs[number] = op_inputs(*op);
-    may_write[number] = std::holds_alternative<InPlace>(*op) || std::holds_alternative<Discard>(*op) || op_body(*op) != nullptr;
+    may_write[number] = std::visit(MayWrite{}, *op);
     if (const auto* checkpoint = std::get_if<Checkpoint>(op)) checkpoints[checkpoint] = number;
   }
 }
