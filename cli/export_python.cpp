@@ -24,6 +24,9 @@ options:
                     (reentrant) or torch-non-reentrant (with the options each checkpoint passes)
                     (default: as the subject that declares the case's first failing
                     expectation's variant calls it, else megatron)
+  --oracle C        what grads-bitwise, stash-kept and stash-grads compare the checkpoint with,
+                    one of the same (default: the released function of that subject, else
+                    megatron)
   --property NAME   the property asserted (default: the case's first failing expectation's);
                     every property but the memory ones (memory-floor, memory-eager-floor,
                     no-extra-allocations), which need recheck's counting allocator
@@ -53,13 +56,17 @@ int command_export_python(const Args& args) {
     // no subject declares is torch's reentrant checkpoint or a Megatron-style one.
     const Subject* subject = subject_declaring(failing->sut);
     const bool torch_reentrant = resolve_checkpoint_alias(failing->sut).find("torch.utils.checkpoint") != std::string::npos;
-    if (subject != nullptr) options.checkpoint = subject->exported_as(failing->sut);
+    if (subject != nullptr) {
+      options.checkpoint = subject->exported_as(failing->sut);
+      options.oracle = subject->exported_as(subject->oracle);
+    }
     else options.checkpoint = torch_reentrant ? "torch" : default_subject().exported_as(failing->sut);
   } else if (!args.has("property")) {
     throw UsageError("export-python: " + args.positional()[0] + " records no failing property: say which with --property");
   }
   options.property = args.get("property", options.property);
   options.checkpoint = args.get("checkpoint", options.checkpoint);
+  options.oracle = args.get("oracle", options.oracle);
   std::string script;
   try {
     script = export_python(c, options);
@@ -78,6 +85,6 @@ int command_export_python(const Args& args) {
 
 }  // namespace
 
-const Command kExportPython{"export-python", "write a case as a standalone Python script that asserts a property with torch\n             (and megatron-core) alone, for an upstream issue", kExportPythonHelp, {"bytes"}, {"checkpoint", "property", "out", "limits", "device"}, command_export_python, false};
+const Command kExportPython{"export-python", "write a case as a standalone Python script that asserts a property with torch\n             (and megatron-core) alone, for an upstream issue", kExportPythonHelp, {"bytes"}, {"checkpoint", "oracle", "property", "out", "limits", "device"}, command_export_python, false};
 
 }  // namespace recheck::cli

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "embedded/pr_wrapper_py.h"
 #include "properties/properties.h"
 #include "oracles/eager.h"
+#include "suts/checkpoint.h"
 
 namespace recheck {
 
@@ -148,29 +150,44 @@ class SegmentWriter {
 
  private:
   // `value`: the number of the op's first output in its segment.
-  std::string line(const Op& op, const std::string& site, int value) {
-    // An op's operand: `v[i]` raises where the tensor's storage holds none of its elements (a
-    // discarded output not recomputed yet), as recheck's ops do; values handed on as they are
-    // (arguments, stashes, hooks, outputs) are read with v.value(i).
-    auto x = [](int i) { return "v[" + std::to_string(i) + "]"; };
-    auto held = [](int i) { return "v.value(" + std::to_string(i) + ")"; };
-    if (const auto* o = std::get_if<Unary>(&op)) {
-      switch (o->fn) {
-        case Unary::Fn::tanh: return "v.append(torch.tanh(" + x(o->x) + "))";
-        case Unary::Fn::sigmoid: return "v.append(torch.sigmoid(" + x(o->x) + "))";
-        case Unary::Fn::neg: return "v.append(torch.neg(" + x(o->x) + "))";
-        case Unary::Fn::square: return "v.append(torch.mul(" + x(o->x) + ", " + x(o->x) + "))";
-        case Unary::Fn::relu: return "v.append(torch.relu(" + x(o->x) + "))";
+  std::string line(const Op& op, const std::string& site, int value) { return std::visit(Line{*this, site, value}, op); }
+
+  // The line of Python each op becomes: one overload per op, no catch-all, so that a new op does
+  // not build until it says how it is exported. An op's operand: `v[i]` raises where the
+  // tensor's storage holds none of its elements (a discarded output not recomputed yet), as
+  // recheck's ops do; values handed on as they are (arguments, stashes, hooks, outputs) are read
+  // with v.value(i).
+  struct Line {
+    SegmentWriter& writer;
+    const std::string& site;
+    int value;
+
+    static std::string x(int i) { return "v[" + std::to_string(i) + "]"; }
+    static std::string held(int i) { return "v.value(" + std::to_string(i) + ")"; }
+    static std::string held_all(const std::vector<int>& args) {
+      std::string out;
+      for (int a : args) out += held(a) + ", ";
+      return out;
+    }
+
+    std::string operator()(const Unary& o) const {
+      switch (o.fn) {
+        case Unary::Fn::tanh: return "v.append(torch.tanh(" + x(o.x) + "))";
+        case Unary::Fn::sigmoid: return "v.append(torch.sigmoid(" + x(o.x) + "))";
+        case Unary::Fn::neg: return "v.append(torch.neg(" + x(o.x) + "))";
+        case Unary::Fn::square: return "v.append(torch.mul(" + x(o.x) + ", " + x(o.x) + "))";
+        case Unary::Fn::relu: return "v.append(torch.relu(" + x(o.x) + "))";
       }
+      throw std::logic_error("export-python: a unary function without its line");
     }
-    if (const auto* o = std::get_if<Binary>(&op)) {
-      const char* fn = o->fn == Binary::Fn::add ? "add" : o->fn == Binary::Fn::sub ? "sub" : "mul";
-      return std::string("v.append(torch.") + fn + "(" + x(o->a) + ", " + x(o->b) + "))";
+    std::string operator()(const Binary& o) const {
+      const char* fn = o.fn == Binary::Fn::add ? "add" : o.fn == Binary::Fn::sub ? "sub" : "mul";
+      return std::string("v.append(torch.") + fn + "(" + x(o.a) + ", " + x(o.b) + "))";
     }
-    if (const auto* o = std::get_if<Matmul>(&op)) return "v.append(torch.matmul(" + x(o->a) + ", " + x(o->b) + "))";
-    if (const auto* o = std::get_if<View>(&op)) {
-      const std::string t = x(o->x);
-      switch (o->fn) {
+    std::string operator()(const Matmul& o) const { return "v.append(torch.matmul(" + x(o.a) + ", " + x(o.b) + "))"; }
+    std::string operator()(const View& o) const {
+      const std::string t = x(o.x);
+      switch (o.fn) {
         case View::Fn::transpose:
           return "v.append(" + t + ".transpose(-2, -1) if " + t + ".dim() >= 2 else " + t + ".view(" + t + ".shape))";
         case View::Fn::narrow:
@@ -178,62 +195,61 @@ class SegmentWriter {
                  ".view(" + t + ".shape))";
         case View::Fn::flatten: return "v.append(" + t + ".reshape(-1))";
       }
+      throw std::logic_error("export-python: a view without its line");
     }
-    if (const auto* o = std::get_if<InPlace>(&op)) {
-      return "v.append(" + x(o->x) + (o->fn == InPlace::Fn::mul ? ".mul_(" : ".add_(") + py_float(o->scalar) + "))";
+    std::string operator()(const InPlace& o) const {
+      return "v.append(" + x(o.x) + (o.fn == InPlace::Fn::mul ? ".mul_(" : ".add_(") + py_float(o.scalar) + "))";
     }
-    if (const auto* o = std::get_if<Reduce>(&op)) {
-      return "v.append(" + x(o->x) + (o->fn == Reduce::Fn::sum ? ".sum())" : ".mean())");
+    std::string operator()(const Reduce& o) const {
+      return "v.append(" + x(o.x) + (o.fn == Reduce::Fn::sum ? ".sum())" : ".mean())");
     }
-    if (const auto* o = std::get_if<Argmax>(&op)) return "v.append(torch.argmax(" + x(o->x) + "))";
-    if (const auto* o = std::get_if<Random>(&op)) {
-      return "v.append(run.random(" + x(o->x) + ", " + py_string(o->fn == Random::Fn::dropout ? "dropout" : "noise") +
-             ", " + py_string(to_string(o->source)) + ", " +
-             (o->source == RngSource::tracker ? py_string(o->tracker_state) : std::string("None")) + ", " +
-             py_float(o->p) + "))";
+    std::string operator()(const Argmax& o) const { return "v.append(torch.argmax(" + x(o.x) + "))"; }
+    std::string operator()(const Random& o) const {
+      return "v.append(run.random(" + x(o.x) + ", " + py_string(o.fn == Random::Fn::dropout ? "dropout" : "noise") +
+             ", " + py_string(to_string(o.source)) + ", " +
+             (o.source == RngSource::tracker ? py_string(o.tracker_state) : std::string("None")) + ", " +
+             py_float(o.p) + "))";
     }
-    if (const auto* o = std::get_if<Stash>(&op)) return "run.stash[" + py_string(site) + "] = " + held(o->x);
-    if (const auto* o = std::get_if<Raise>(&op)) {
-      const char* when = o->when == Raise::When::recompute         ? "recompute"
-                         : o->when == Raise::When::first_iteration ? "first-iteration"
-                                                                   : "always";
-      return "v.append(run.raise_op(" + x(o->x) + ", " + py_string(when) + "))";
+    std::string operator()(const Stash& o) const { return "run.stash[" + py_string(site) + "] = " + held(o.x); }
+    std::string operator()(const Raise& o) const {
+      const char* when = o.when == Raise::When::recompute         ? "recompute"
+                         : o.when == Raise::When::first_iteration ? "first-iteration"
+                                                                  : "always";
+      return "v.append(run.raise_op(" + x(o.x) + ", " + py_string(when) + "))";
     }
-    if (const auto* o = std::get_if<Fork>(&op)) {
-      const int body = write(*o->body, site + ".body", static_cast<int>(o->args.size()));
-      std::string args;
-      for (int a : o->args) args += held(a) + ", ";
-      return "with tracker().fork(" + py_string(o->tracker_state) + "):\n        v.extend(seg_" + std::to_string(body) +
-             "(run, " + args + "))";
+    std::string operator()(const Fork& o) const {
+      const int body = writer.write(*o.body, site + ".body", static_cast<int>(o.args.size()));
+      return "with tracker().fork(" + py_string(o.tracker_state) + "):\n        v.extend(seg_" + std::to_string(body) +
+             "(run, " + held_all(o.args) + "))";
     }
-    if (const auto* o = std::get_if<Autocast>(&op)) {
-      const int body = write(*o->body, site + ".body", static_cast<int>(o->args.size()));
-      std::string args;
-      for (int a : o->args) args += held(a) + ", ";
-      return "with torch.autocast(" + py_string(o->device_type) + ", dtype=torch." +
-             (o->dtype == Autocast::Precision::float16 ? "float16" : "bfloat16") +
-             ", enabled=" + (o->enabled ? "True" : "False") + "):\n        v.extend(seg_" + std::to_string(body) +
-             "(run, " + args + "))";
+    std::string operator()(const Autocast& o) const {
+      const int body = writer.write(*o.body, site + ".body", static_cast<int>(o.args.size()));
+      return "with torch.autocast(" + py_string(o.device_type) + ", dtype=torch." +
+             (o.dtype == Autocast::Precision::float16 ? "float16" : "bfloat16") +
+             ", enabled=" + (o.enabled ? "True" : "False") + "):\n        v.extend(seg_" + std::to_string(body) +
+             "(run, " + held_all(o.args) + "))";
     }
-    if (const auto* o = std::get_if<Discard>(&op)) {
+    std::string operator()(const Discard& o) const {
       std::string named;
-      for (int k : o->checkpoints) named += "kept[" + std::to_string(k) + "], ";
-      return "run.discard(" + py_string(site) + ", [" + named + "], " + held(o->hook) + ", v)";
+      for (int k : o.checkpoints) named += "kept[" + std::to_string(k) + "], ";
+      return "run.discard(" + py_string(site) + ", [" + named + "], " + held(o.hook) + ", v)";
     }
-    const auto& c = std::get<Checkpoint>(op);
-    // Megatron's CheckpointWithoutOutput sets no is-checkpointing flag: its body reads none.
-    const int body = write(*c.body, site + ".body", static_cast<int>(c.args.size()), /*checkpoint_body=*/!c.without_output);
-    std::string args;
-    for (const Arg& a : c.args) args += py_arg(a) + ", ";
-    if (c.without_output) {
-      return "v.extend(run.call_without_output(" + py_string(site) + ", seg_" + std::to_string(body) + ", [" + args +
-             "], kept, " + std::to_string(value) + "))";
+    std::string operator()(const Checkpoint& c) const {
+      // Megatron's CheckpointWithoutOutput sets no is-checkpointing flag: its body reads none.
+      const int body =
+          writer.write(*c.body, site + ".body", static_cast<int>(c.args.size()), /*checkpoint_body=*/!c.without_output);
+      std::string args;
+      for (const Arg& a : c.args) args += py_arg(a) + ", ";
+      if (c.without_output) {
+        return "v.extend(run.call_without_output(" + py_string(site) + ", seg_" + std::to_string(body) + ", [" + args +
+               "], kept, " + std::to_string(value) + "))";
+      }
+      std::string options;
+      for (const auto& [name, option] : c.options) options += (options.empty() ? "" : ", ") + py_string(name) + ": " + py_string(option);
+      return "v.extend(run.call_checkpoint(" + py_string(site) + ", seg_" + std::to_string(body) + ", " +
+             (c.distribute ? "True" : "False") + ", [" + args + "]" + (options.empty() ? "" : ", {" + options + "}") + "))";
     }
-    std::string options;
-    for (const auto& [name, value] : c.options) options += (options.empty() ? "" : ", ") + py_string(name) + ": " + py_string(value);
-    return "v.extend(run.call_checkpoint(" + py_string(site) + ", seg_" + std::to_string(body) + ", " +
-           (c.distribute ? "True" : "False") + ", [" + args + "]" + (options.empty() ? "" : ", {" + options + "}") + "))";
-  }
+  };
 
   int next_ = 0;
 };
@@ -253,16 +269,17 @@ bool exportable(const std::string& property) {
 }
 
 std::string export_python(const Case& c, const ExportOptions& options) {
-  if (options.checkpoint != "megatron" && options.checkpoint != "megatron-clearing" && options.checkpoint != "torch" &&
-      options.checkpoint != "torch-non-reentrant") {
-    throw std::invalid_argument("--checkpoint: expected megatron, megatron-clearing, torch or torch-non-reentrant, got '" +
-                                options.checkpoint + "'");
-  }
   const bool has_without_output = any_op(c.root, without_output);
-  if (has_without_output && options.checkpoint.rfind("torch", 0) == 0) {
-    throw std::invalid_argument("--checkpoint " + options.checkpoint +
-                                ": the case holds checkpoints without output (Megatron's CheckpointWithoutOutput), which "
-                                "torch has not: use megatron or megatron-clearing");
+  for (const auto& [option, name] : {std::pair{"--checkpoint", &options.checkpoint}, std::pair{"--oracle", &options.oracle}}) {
+    if (*name != "megatron" && *name != "megatron-clearing" && *name != "torch" && *name != "torch-non-reentrant") {
+      throw std::invalid_argument(std::string(option) + ": expected megatron, megatron-clearing, torch or torch-non-reentrant, got '" +
+                                  *name + "'");
+    }
+    if (has_without_output && name->rfind("torch", 0) == 0) {
+      throw std::invalid_argument(std::string(option) + " " + *name +
+                                  ": the case holds checkpoints without output (Megatron's CheckpointWithoutOutput), which "
+                                  "torch has not: use megatron or megatron-clearing");
+    }
   }
   std::string names;
   for (const char* p : exported_properties()) names += (names.empty() ? "" : ", ") + std::string(p);
@@ -294,7 +311,8 @@ std::string export_python(const Case& c, const ExportOptions& options) {
   if (!c.note.empty()) out << py_docstring_text(c.note) << "\n\n";
   out << "It rebuilds the case with torch ops, runs it eagerly and through a checkpoint function, and\n"
          "asserts a property: an AssertionError with the evidence means the property fails.\n\n"
-         "    python3 THIS_SCRIPT [--checkpoint megatron|megatron-clearing|torch] [--property NAME]\n\n"
+         "    python3 THIS_SCRIPT [--checkpoint megatron|megatron-clearing|torch|torch-non-reentrant]\n"
+         "                        [--oracle the same choices] [--property NAME]\n\n"
          "megatron needs megatron-core; on CPU, Megatron's CUDA RNG calls go to a stand-in generator.\n"
          "Checkpoints without output are megatron-core's CheckpointWithoutOutput(fp8=None).\n\n"
          "The case, as `recheck show` prints it:\n\n";
@@ -303,6 +321,7 @@ std::string export_python(const Case& c, const ExportOptions& options) {
   out << "\"\"\"\n\n";
   out << "DEVICE = " << py_string(c.device) << "\n";
   out << "CHECKPOINT = " << py_string(options.checkpoint) << "\n";
+  out << "ORACLE = " << py_string(options.oracle) << "\n";
   out << "PROPERTY = " << py_string(options.property) << "\n";
   out << "PROPERTIES = [";
   for (const char* p : exported_properties()) out << py_string(p) << ", ";
@@ -311,6 +330,11 @@ std::string export_python(const Case& c, const ExportOptions& options) {
   out << "CONTINUE_AFTER_ERROR = " << (c.continue_after_error ? "True" : "False") << "\n";
   out << "WITHOUT_OUTPUT = " << (has_without_output ? "True" : "False") << "\n";
   out << "USES_TRACKER = " << (uses_tracker(c.root) ? "True" : "False") << "\n";
+  const bool distributes = any_op(c.root, [](const Op& op) {
+    const auto* checkpoint = std::get_if<Checkpoint>(&op);
+    return checkpoint != nullptr && checkpoint->distribute;
+  });
+  out << "DISTRIBUTES = " << (distributes ? "True" : "False") << "\n";
   out << "CPU_SEED = " << (c.seed ^ 0x9E3779B97F4A7C15ULL) << "\n";
   out << "TRACKER_SEED = " << static_cast<int64_t>(c.seed) << "\n";
   out << "GRAD_ULP_BOUND = " << grad_ulp_bound(scalar_type(c.dtype)) << "\n";
@@ -320,14 +344,32 @@ std::string export_python(const Case& c, const ExportOptions& options) {
         << (c.leaves[i].requires_grad ? "True" : "False") << ", " << py_values(leaves[i]) << "),\n";
   }
   out << "]\n";
-  out << "LOSS_WEIGHTS = {  # output: (shape, values), recheck's weights\n";
-  if (!eager_run.iterations.empty()) {
-    const auto& outputs = eager_run.iterations.front().outputs;
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      if (!outputs[i].defined() || !at::isFloatingType(outputs[i].scalar_type())) continue;
-      const at::Tensor weight = loss_weight(c, i, outputs[i]).to(at::kDouble);
-      out << "    " << i << ": (" << py_shape(weight.sizes()) << ", " << py_values(weight) << "),\n";
+  // recheck weighs each output by its shape: eager mode's, and, where a checkpoint distributes its
+  // saved activations, the shapes Megatron's function leaves (its first argument flattened after
+  // forward, and an output that is that argument with it), as recheck's port of it gives them.
+  std::map<size_t, std::vector<at::Tensor>> weights;
+  auto weigh = [&](const Observations& run) {
+    for (const IterationRecord& iteration : run.iterations) {
+      for (size_t i = 0; i < iteration.outputs.size(); ++i) {
+        const at::Tensor& output = iteration.outputs[i];
+        if (!output.defined() || !at::isFloatingType(output.scalar_type())) continue;
+        std::vector<at::Tensor>& of = weights[i];
+        if (std::none_of(of.begin(), of.end(), [&](const at::Tensor& w) { return w.sizes() == output.sizes(); })) {
+          of.push_back(loss_weight(c, i, output).to(at::kDouble));
+        }
+      }
     }
+  };
+  weigh(eager_run);
+  if (distributes && options.checkpoint.rfind("megatron", 0) == 0) {
+    auto port = make_checkpoint("nonclearing");
+    weigh(run_case(c, *port, run_options));
+  }
+  out << "LOSS_WEIGHTS = {  # output: [(shape, values), ...], recheck's weights for each shape it takes\n";
+  for (const auto& [i, of] : weights) {
+    out << "    " << i << ": [";
+    for (const at::Tensor& weight : of) out << "(" << py_shape(weight.sizes()) << ", " << py_values(weight) << "), ";
+    out << "],\n";
   }
   out << "}\n";
   // What every exported script runs (properties/export_runtime.py: the RNG set-up, the runner

@@ -30,8 +30,27 @@ def need_megatron(what):
         if not ON_CUDA:
             module._get_cuda_rng_state = lambda device="cuda", clone=False, graph_safe=False: DEVICE_GEN.get_state()
             module._set_cuda_rng_state = lambda s, device=-1, graph_safe=False: DEVICE_GEN.set_state(s)
+        if DISTRIBUTES:
+            start_one_rank_group()
         megatron_random = module
     return megatron_random
+
+
+def start_one_rank_group():
+    """A checkpoint that distributes its saved activations splits its first argument over
+    Megatron's tensor-parallel group and gathers it back: a group of one rank here (gloo, a store
+    in this process), as recheck's own runs start, so the chunk is the whole tensor and what runs
+    is Megatron's code path."""
+    import torch.distributed as dist
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from megatron.core import parallel_state
+    if not dist.is_initialized():
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    if not parallel_state.model_parallel_is_initialized():
+        parallel_state.initialize_model_parallel(tensor_model_parallel_size=1)
+    if not ON_CUDA:
+        torch.cuda.current_device = lambda: torch.device("cpu")  # where Megatron makes its buffers
 
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16,
@@ -78,11 +97,22 @@ def rng_difference(a, b):
     return ", ".join(k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
 
 
+def is_leaf(t):
+    """t.is_leaf, as libtorch's C++ reads it: a view a custom Function returned, whose base was
+    then changed in place, has a grad_fn (so it is no leaf) that Python refuses to hand out."""
+    try:
+        return t.is_leaf
+    except RuntimeError:
+        return False
+
+
 def make_leaves():
     leaves = []
     for shape, dtype, requires_grad, values in LEAVES:
         data_type = {"int64": torch.int64, "bool": torch.bool}.get(dtype, torch.float64)
-        leaf = torch.tensor(values, dtype=data_type).reshape(shape).to(DEVICE, DTYPES[dtype])
+        # A tensor of its own (no _base), as recheck's leaves are: the reshape of the flat values
+        # is a view, and .to() hands it back as it is where dtype and device already match.
+        leaf = torch.tensor(values, dtype=data_type).reshape(shape).to(DEVICE, DTYPES[dtype]).clone()
         leaves.append(leaf.requires_grad_(requires_grad))
     return leaves
 
@@ -149,9 +179,10 @@ class Run:
             if not torch.is_tensor(value):
                 kept[site] = {"what": "None" if value is None else f"{type(value).__name__} {value!r}"}
                 continue
-            kept[site] = {"what": "a tensor", "requires_grad": value.requires_grad, "is_leaf": value.is_leaf,
+            leaf = is_leaf(value)
+            kept[site] = {"what": "a tensor", "requires_grad": value.requires_grad, "is_leaf": leaf,
                           "version": value._version, "data": keep(value),
-                          "grad": keep(value.grad) if value.is_leaf else None}
+                          "grad": keep(value.grad) if leaf else None}
         return kept
 
     def call_checkpoint(self, site, body, distribute, args, options=None):
@@ -295,9 +326,10 @@ def run_case(checkpoint, without_output=None):
             for i, o in enumerate(outputs):
                 if not torch.is_tensor(o) or not o.requires_grad:
                     continue
-                # recheck's loss weights; ones where recheck's eager run made no such output
-                weight = torch.tensor(LOSS_WEIGHTS[i][1], dtype=torch.float64).reshape(LOSS_WEIGHTS[i][0]) \
-                    if i in LOSS_WEIGHTS else torch.ones(o.shape, dtype=torch.float64)
+                # recheck's loss weights, by the shape the output has; ones where recheck made none of it
+                weights = [w for w in LOSS_WEIGHTS.get(i, []) if tuple(w[0]) == tuple(o.shape)]
+                weight = torch.tensor(weights[0][1], dtype=torch.float64).reshape(weights[0][0]) \
+                    if weights else torch.ones(o.shape, dtype=torch.float64)
                 term = (o * weight.to(o.device, o.dtype)).sum()
                 loss = term if loss is None else loss + term
             record["loss"] = keep(loss)
@@ -335,15 +367,15 @@ def bitwise_difference(a, b):
     if a.dtype != b.dtype or a.shape != b.shape:
         return f"{a.dtype} {tuple(a.shape)} vs {b.dtype} {tuple(b.shape)}"
     if a.dtype.is_floating_point:
+        # by their bits: -0.0 is not 0.0 here, and a NaN is itself
         bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
-        same = torch.equal(a.contiguous().view(bits), b.contiguous().view(bits))
+        same_a, same_b = a.contiguous().view(bits).reshape(-1), b.contiguous().view(bits).reshape(-1)
     else:
-        same = torch.equal(a, b)
-    if same:
+        same_a, same_b = a.reshape(-1), b.reshape(-1)
+    if torch.equal(same_a, same_b):
         return None
-    flat_a, flat_b = a.reshape(-1), b.reshape(-1)
-    i = next(i for i in range(flat_a.numel()) if not torch.equal(flat_a[i:i + 1], flat_b[i:i + 1]))
-    return f"element {i}: {flat_a[i].item()!r} vs {flat_b[i].item()!r}"
+    i = int((same_a != same_b).nonzero()[0])
+    return f"element {i}: {a.reshape(-1)[i].item()!r} vs {b.reshape(-1)[i].item()!r}"
 
 
 def ulp_difference(a, b, bound):
@@ -541,6 +573,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", choices=["megatron", "megatron-clearing", "torch", "torch-non-reentrant"],
                         default=CHECKPOINT)
+    parser.add_argument("--oracle", choices=["megatron", "megatron-clearing", "torch", "torch-non-reentrant"],
+                        default=ORACLE, help="what grads-bitwise, stash-kept and stash-grads compare with")
     parser.add_argument("--property", default=PROPERTY,
                         help="a property, or several separated by commas: " + ", ".join(PROPERTIES))
     args = parser.parse_args()
@@ -556,13 +590,15 @@ def main():
         parser.error("--property flag-in-body reads Megatron's is-checkpointing flag, which torch's checkpoint "
                      "does not set: use --checkpoint megatron or megatron-clearing")
     against_oracle = {"grads-bitwise", "stash-kept", "stash-grads"} & set(wanted)
-    if not torch_only or USES_TRACKER or against_oracle:
+    if WITHOUT_OUTPUT and against_oracle and args.oracle.startswith("torch"):
+        parser.error("--oracle " + args.oracle + ": the case holds checkpoints without output, which torch has not")
+    if not torch_only or USES_TRACKER or (against_oracle and not args.oracle.startswith("torch")):
         need_megatron("Megatron's checkpoint, its RNG tracker, or a comparison with it")
     eager = run_case(lambda f, distribute, *a, **options: f(*a))
     subject = run_case(checkpoint_function(args.checkpoint),
                        without_output_function(args.checkpoint) if WITHOUT_OUTPUT else None)
-    oracle = run_case(checkpoint_function("megatron"),
-                      without_output_function("megatron") if WITHOUT_OUTPUT else None) if against_oracle else None
+    oracle = run_case(checkpoint_function(args.oracle),
+                      without_output_function(args.oracle) if WITHOUT_OUTPUT else None) if against_oracle else None
     failures = []
     for name in wanted:
         evidence = check(name, subject, eager, oracle)
