@@ -10,6 +10,7 @@
 
 #include "core/interpreter.h"
 #include "oracles/compare.h"
+#include "embedded/export_megatron_py.h"
 #include "embedded/export_runtime_py.h"
 #include "embedded/pr_wrapper_py.h"
 #include "properties/properties.h"
@@ -373,9 +374,10 @@ std::string export_python(const Case& c, const ExportOptions& options) {
   }
   out << "}\n";
   // What every exported script runs (properties/export_runtime.py: the RNG set-up, the runner
-  // and the property checks) and the PR's change as a wrapper (python/pr_wrapper.py, which the
+  // and the property checks; properties/export_megatron.py: megatron-core, imported where the
+  // case needs it) and the PR's change as a wrapper (python/pr_wrapper.py, which the
   // bridge's python-clearing variants run too); the case itself comes after them.
-  out << "\n" << embedded::kExportRuntimePy << "\n\n\n" << embedded::kPrWrapperPy << "\n\n";
+  out << "\n" << embedded::kExportRuntimePy << "\n\n\n" << embedded::kExportMegatronPy << "\n\n\n" << embedded::kPrWrapperPy << "\n\n";
   SegmentWriter writer;
   writer.write(c.root, "root", static_cast<int>(c.leaves.size()));
   out << writer.functions;
