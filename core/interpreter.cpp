@@ -1,7 +1,6 @@
 #include "core/interpreter.h"
 
 #include <algorithm>
-#include <atomic>
 #include <exception>
 #include <cstdlib>
 #include <map>
@@ -20,7 +19,6 @@
 #include "core/allocation_scopes.h"
 #include "core/recomputation_inputs.h"
 #include "core/memory.h"
-#include "core/shapes.h"
 #include "core/tensor_ops.h"
 #include "core/torch_compat.h"
 
@@ -352,7 +350,6 @@ rng::Snapshot harness_snapshot() {
 }  // namespace
 
 void set_value_element_limit(int64_t elements) { tensor_ops::set_element_limit(elements); }
-
 
 void use_deterministic_algorithms() {
   // The environment once per process (run_case calls this for every run; setenv is not free
