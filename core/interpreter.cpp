@@ -39,14 +39,19 @@ at::Tensor clone_for_record(const at::Tensor& t) {
 struct Sites {
   std::map<const Checkpoint*, std::string> checkpoints;
   std::map<const Discard*, std::string> discards;
-  std::vector<std::pair<const Stash*, std::string>> stashes;
+  struct StashSite {
+    const Stash* stash;
+    std::string site;
+    const Op* op;  // the Op holding it (its number in a trace)
+  };
+  std::vector<StashSite> stashes;
 };
 
 void collect_sites(const Segment& segment, const std::string& path, Sites& sites) {
   for (size_t i = 0; i < segment.ops.size(); ++i) {
     const Op& op = segment.ops[i];
     const std::string site = path + ".ops[" + std::to_string(i) + "]";
-    if (const auto* stash = std::get_if<Stash>(&op)) sites.stashes.emplace_back(stash, site);
+    if (const auto* stash = std::get_if<Stash>(&op)) sites.stashes.push_back({stash, site, &op});
     if (const auto* discard = std::get_if<Discard>(&op)) sites.discards[discard] = site;
     const Segment* body = op_body(op);
     if (!body) continue;
@@ -134,7 +139,7 @@ class Interpreter {
   // The tensors the stash ops keep now, by site: where a live recomputation input may be held.
   std::vector<std::pair<std::string, at::Tensor>> stashed_tensors() const {
     std::vector<std::pair<std::string, at::Tensor>> stashes;
-    for (const auto& [op, site] : sites_.stashes) {
+    for (const auto& [op, site, variant] : sites_.stashes) {
       const auto kept = stash_.find(op);
       if (kept != stash_.end() && is_tensor(kept->second)) stashes.emplace_back(site, as_tensor(kept->second));
     }
@@ -155,11 +160,12 @@ class Interpreter {
   // What every stash op that ran keeps now (IterationRecord::stashed).
   std::vector<StashRecord> stashed() const {
     std::vector<StashRecord> records;
-    for (const auto& [op, site] : sites_.stashes) {
+    for (const auto& [op, site, variant] : sites_.stashes) {
       const auto kept = stash_.find(op);
       if (kept == stash_.end()) continue;
       StashRecord record;
       record.site = site;
+      record.op = trace_.number(*variant);
       record.tensor = is_tensor(kept->second);
       if (!record.tensor) {
         record.value = describe_non_tensor(kept->second);

@@ -62,6 +62,7 @@ struct ErrorRecord {
 // which after backward is the recomputation's (a detached input, or what the body made of one).
 struct StashRecord {
   std::string site;           // the stash op, e.g. "root.ops[2].body.ops[1]"
+  int op = -1;                // its number in the run's trace (OpExecution::op); -1 without one
   bool tensor = false;        // a tensor; otherwise `value` names what was stashed
   std::string value;          // a non-tensor: its type and value ("int 3", "None")
   bool requires_grad = false;

@@ -173,6 +173,17 @@ Verdict stash_grads(const Observations& subject, const Runs& runs) {
   });
 }
 
+StashPair stashes_named_by(const Verdict& verdict, const Observations& oracle, const Observations& sut) {
+  const std::string marker = "the stash at ";
+  const size_t at = verdict.where.find(marker);
+  if (at == std::string::npos || verdict.iteration < 0) return {};
+  const size_t from = at + marker.size();
+  const std::string site = verdict.where.substr(from, verdict.where.find(' ', from) - from);
+  const size_t i = static_cast<size_t>(verdict.iteration);
+  if (i >= oracle.iterations.size() || i >= sut.iterations.size()) return {};
+  return {find_stash(oracle.iterations[i], site), find_stash(sut.iterations[i], site)};
+}
+
 std::optional<std::string> stash_fixed_against_eager(const Observations& eager, const Observations& oracle,
                                                      const Observations& sut, size_t i) {
   if (i >= eager.iterations.size() || i >= oracle.iterations.size() || i >= sut.iterations.size()) return std::nullopt;

@@ -30,4 +30,12 @@ Verdict stash_grads(const Observations& subject, const Runs& runs);
 std::optional<std::string> stash_fixed_against_eager(const Observations& eager, const Observations& oracle,
                                                      const Observations& sut, size_t i);
 
+// The stash op a failing stash-kept or stash-grads verdict names (its site in `verdict.where`),
+// as each run recorded it after the verdict's iteration; null where a run kept none there.
+struct StashPair {
+  const StashRecord* oracle = nullptr;
+  const StashRecord* sut = nullptr;
+};
+StashPair stashes_named_by(const Verdict& verdict, const Observations& oracle, const Observations& sut);
+
 }  // namespace recheck

@@ -314,6 +314,67 @@ std::string tracker_states_as_one(const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+// The keys of `run`'s recomputed executions that part from the forward execution they recompute
+// (its first occurrence): read, made or left other values; `recomputed` gets every key it
+// recomputed.
+std::set<ExecutionKey> recomputations_parting(const Observations& run, std::set<ExecutionKey>& recomputed) {
+  std::set<ExecutionKey> parting;
+  const std::vector<Keyed> forward = executions(run, false);
+  for (const Keyed& mine : executions(run, true)) {
+    ExecutionKey key = mine.key;
+    std::get<3>(key) = 0;
+    const OpExecution* other = counterpart(forward, key);
+    if (other == nullptr) continue;
+    recomputed.insert(mine.key);
+    const OpExecution& e = *mine.execution;
+    const bool both_ended = e.ended >= 0 && other->ended >= 0;
+    if (e.inputs != other->inputs || (both_ended && (e.outputs != other->outputs || e.inputs_after != other->inputs_after))) {
+      parting.insert(mine.key);
+    }
+  }
+  return parting;
+}
+
+}  // namespace
+
+RecomputationsCompared compare_recomputations(const Observations& oracle, const Observations& sut) {
+  RecomputationsCompared compared;
+  if (oracle.trace.empty() || sut.trace.empty()) return compared;
+  std::set<ExecutionKey> oracle_recomputed;
+  std::set<ExecutionKey> sut_recomputed;
+  const std::set<ExecutionKey> oracle_parts = recomputations_parting(oracle, oracle_recomputed);
+  const std::set<ExecutionKey> sut_parts = recomputations_parting(sut, sut_recomputed);
+  if (oracle_parts.empty()) return compared;
+  compared.first_iteration = std::get<0>(*oracle_parts.begin());
+  for (const ExecutionKey& key : sut_parts) {
+    if (oracle_parts.count(key) == 0) {  // the sut gets one wrong that the oracle does not
+      compared.how = RecomputationsCompared::How::other;
+      return compared;
+    }
+  }
+  compared.how = RecomputationsCompared::How::alike;
+  for (const ExecutionKey& key : oracle_parts) {
+    if (sut_recomputed.count(key) != 0 && sut_parts.count(key) == 0) compared.how = RecomputationsCompared::How::oracle_beyond;
+  }
+  if (compared.how == RecomputationsCompared::How::alike && sut_parts.size() != oracle_parts.size()) {
+    compared.how = RecomputationsCompared::How::other;  // the oracle's extra ones the sut did not recompute
+  }
+  return compared;
+}
+
+bool recomputed_from_other_values(const Observations& run, int op, int iteration) {
+  const OpExecution* forward = nullptr;
+  const OpExecution* recomputed = nullptr;
+  for (const OpExecution& e : run.trace) {
+    if (e.op != op || e.iteration != iteration || e.body) continue;
+    if (!e.recomputation && forward == nullptr) forward = &e;
+    if (e.recomputation && (recomputed == nullptr || e.started > recomputed->started)) recomputed = &e;
+  }
+  return forward != nullptr && recomputed != nullptr && forward->inputs != recomputed->inputs;
+}
+
 std::string abstract_text(const std::string& raw) {
   const std::string text = tracker_states_as_one(raw);
   std::string out;

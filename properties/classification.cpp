@@ -3,12 +3,14 @@
 // themselves are in properties.cpp.
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <utility>
 
 #include "properties/properties.h"
 #include "properties/body_state.h"
+#include "properties/causes.h"
 #include "properties/classification_rules.h"
 #include "suts/subject.h"
 
@@ -327,6 +329,56 @@ bool recomputation_the_oracle_fails_too(PropertyResult& r, const RuleContext& co
   return true;
 }
 
+bool the_recomputation_both_runs_get_wrong(PropertyResult& r, const RuleContext&) {
+  if (!(r.classification == Classification::divergent && !r.oracle.holds && !r.sut.holds &&
+        r.sut.segment_record >= 0 && r.sut.segment_record == r.oracle.segment_record && r.sut.call == r.oracle.call &&
+        r.sut.where == r.oracle.where && r.sut.difference && r.oracle.difference &&
+        r.sut.difference->kind == "value" && r.oracle.difference->kind == "value")) {
+    return false;
+  }
+  r.classification = Classification::pre_existing;
+  explain(r.sut, "the oracle's recomputation parts from its forward at this output too: two recomputations that both "
+                 "miss their forward's values (one from an argument the body updated in place, say, and drawing "
+                 "other random numbers) say nothing of each other");
+  return true;
+}
+
+bool a_leak_both_runs_have(PropertyResult& r, const RuleContext& context) {
+  if (!(r.classification == Classification::regression && !r.oracle.holds && !r.sut.holds && r.sut.iteration >= 0 &&
+        r.sut.iteration == r.oracle.iteration)) {
+    return false;
+  }
+  const size_t i = static_cast<size_t>(r.sut.iteration);
+  if (i >= context.sut.iterations.size() || i >= context.oracle.iterations.size()) return false;
+  const std::vector<AliveInput>& mine = context.sut.iterations[i].alive_inputs;
+  const std::vector<AliveInput>& theirs = context.oracle.iterations[i].alive_inputs;
+  if (mine.empty() || mine.size() != theirs.size()) return true;
+  for (size_t k = 0; k < mine.size(); ++k) {
+    if (mine[k].describe() != theirs[k].describe()) return true;
+  }
+  r.classification = Classification::pre_existing;
+  explain(r.sut, "both runs keep the same recomputation inputs alive past this iteration, held alike: a leak both "
+                 "have; how much more the objects it keeps hold (the RNG states each saved, shared with the tracker "
+                 "or not) is the leak's, not the change's");
+  return true;
+}
+
+bool a_stash_both_recomputations_get_wrong(PropertyResult& r, const RuleContext& context) {
+  if (r.classification != Classification::regression && r.classification != Classification::divergent) return false;
+  const StashPair stashes = stashes_named_by(r.sut, context.oracle, context.sut);
+  // The op's number is the case's, whichever run recorded it (the oracle's first run, without
+  // a trace, numbered nothing).
+  if (stashes.oracle == nullptr || stashes.sut == nullptr || stashes.sut->op < 0) return false;
+  if (!(recomputed_from_other_values(context.oracle, stashes.sut->op, r.sut.iteration) &&
+        recomputed_from_other_values(context.sut, stashes.sut->op, r.sut.iteration))) {
+    return false;
+  }
+  r.classification = Classification::pre_existing;
+  explain(r.sut, "in both runs this stash was last written by a recomputation that got other values than forward gave "
+                 "it: each keeps what its own recomputation got wrong, and neither is a reference for the other");
+  return true;
+}
+
 bool grads_of_another_loss(PropertyResult& r, const RuleContext& context) {
   const PropertyResult* outputs = context.result_of("outputs-bitwise");
   if (!(outputs != nullptr && outputs->classification == Classification::pre_existing &&
@@ -359,6 +411,62 @@ bool stash_eager_mode_keeps_as_the_sut_does(PropertyResult& r, const RuleContext
 }  // namespace rules
 
 namespace {
+
+// Where the oracle recomputes other values than its forward made and the sut, recomputing them
+// too, does not (NOTE [ The oracle is no reference ], 3.): recompute-fidelity fixed at a call the
+// sut recomputed, or by the runs' traces, wherever in a recomputation (a value the body does not
+// return: a random draw it stashes), the oracle parting from its forward at every op the sut
+// parts at and more. What it was, or "".
+std::string recomputes_otherwise(const std::vector<PropertyResult>& results, const Observations& oracle,
+                                 const Observations& sut) {
+  for (const PropertyResult& r : results) {
+    if (r.property != std::string("recompute-fidelity") || r.classification != Classification::fixed ||
+        r.oracle.segment_record < 0) {
+      continue;
+    }
+    const size_t record = static_cast<size_t>(r.oracle.segment_record);
+    if (record < sut.segment_calls.size() && record < oracle.segment_calls.size() &&
+        sut.segment_calls[record].site == oracle.segment_calls[record].site &&
+        sut.segment_calls[record].iteration == oracle.segment_calls[record].iteration &&
+        static_cast<int>(sut.segment_calls[record].calls.size()) > r.oracle.call) {
+      return "recompute-fidelity: " + r.oracle.where;
+    }
+  }
+  return compare_recomputations(oracle, sut).how == RecomputationsCompared::How::oracle_beyond
+             ? "by the traces: ops it recomputes from other values than forward, wherever this run does and more"
+             : "";
+}
+
+// What backward computes from a recomputation: gradients (against eager mode's or the oracle's),
+// what a body stashes, the recomputed outputs.
+bool computed_from_recomputation(const Property& p) {
+  if (p.located == Located::at_recomputation) return true;
+  return p.located == Located::at_value && (p.compares_with_oracle || (p.eager_reads & kReadsLeafGrads) != 0);
+}
+
+// Both runs' recomputations part from their forwards at the same ops (by their traces): what
+// backward computed from them has no reference in either, and a pair of such verdicts that both
+// fail differently, in or after that iteration, the sut no sooner than the oracle, is
+// pre-existing (the numbers a base's own bug moves within a failure both share: an argument the
+// body updates in place, recomputed from in both, with other random draws in one).
+void both_recompute_otherwise_alike(std::vector<PropertyResult>& results, const Observations& oracle,
+                                    const Observations& sut) {
+  std::optional<RecomputationsCompared> compared;
+  for (PropertyResult& r : results) {
+    if (r.classification != Classification::divergent || !computed_from_recomputation(*find_property(r.property))) {
+      continue;
+    }
+    if (!compared) compared = compare_recomputations(oracle, sut);
+    if (compared->how != RecomputationsCompared::How::alike || r.oracle.iteration < compared->first_iteration ||
+        r.sut.iteration < r.oracle.iteration) {
+      continue;  // a sut failing before the oracle does is nearer to nothing
+    }
+    r.classification = Classification::pre_existing;
+    explain(r.sut, "both runs recompute the same ops from other values than their forwards did (iteration " +
+                       std::to_string(compared->first_iteration) +
+                       " on): what backward computed from them has no reference in either");
+  }
+}
 
 // The checks of every property, or of those that do not read the eager run when it is null.
 std::vector<PropertyResult> check_all(const Observations* eager, const Observations& oracle, const Observations& sut,
@@ -414,6 +522,7 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
       if (rule(r, context)) break;
     }
   }
+  both_recompute_otherwise_alike(results, oracle, sut);
   if (eager) judge_by_eager_where_the_oracle_is_wrong(results, oracle, sut, runs);
   // NOTE [ The oracle is no reference ] Where the sut fixes the oracle's function, what the
   // oracle computed is no reference for the sut: a property that compares the sut with the
@@ -422,7 +531,12 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
   //     where the oracle fails it (a pull request fixes a bug of its base).
   //  2. The oracle recomputes under another autocast state than its forward ran in, and the sut
   //     does not (autocast-restored): its backward ran another graph than its forward's.
-  // Either way, where both fail another property, the oracle's evidence is shaped by the bug the
+  //  3. The oracle's recomputation parts from its forward where the sut's, recomputing the same
+  //     ops, does not (recompute-fidelity fixed; or by the traces, at every op the sut's parts at
+  //     and more: a pre-existing bug both share, and the oracle's own besides): its backward ran
+  //     on other values than its forward made, as the run's own forward judges (a fix of where
+  //     recomputation draws its numbers).
+  // Whichever, where both fail another property, the oracle's evidence is shaped by the bug the
   // sut fixed, and the two cannot be told apart by its difference: a would-be divergent pair is
   // pre-existing.
   // A sut that fails a property that compares with eager mode where the oracle holds it is a
@@ -430,12 +544,17 @@ std::vector<PropertyResult> check_all(const Observations* eager, const Observati
   const std::string fixed = eager ? fixed_against_eager(results) : "";
   const bool autocast_unfaithful =
       !recomputes_in_forward_s_autocast_state(oracle) && recomputes_in_forward_s_autocast_state(sut);
-  if (fixed.empty() && !autocast_unfaithful) return results;
+  const std::string recomputed_otherwise = fixed.empty() && !autocast_unfaithful ? recomputes_otherwise(results, oracle, sut) : "";
+  if (fixed.empty() && !autocast_unfaithful && recomputed_otherwise.empty()) return results;
   const std::string why =
       autocast_unfaithful
           ? "the oracle recomputes under another autocast state than its forward ran in and this run does not: the "
             "oracle is no reference here"
-          : "this run holds " + fixed + " where the oracle fails it, as eager mode judges: the oracle is no reference here";
+      : !fixed.empty()
+          ? "this run holds " + fixed + " where the oracle fails it, as eager mode judges: the oracle is no reference here"
+          : "the oracle's recomputation parts from its forward (" + recomputed_otherwise +
+                ") and this run's, recomputing it too, does not: the oracle's backward ran on other values than its "
+                "forward made, no reference here";
   for (PropertyResult& r : results) {
     if (r.sut.holds) continue;
     const Property* p = find_property(r.property);

@@ -38,12 +38,21 @@ bool recomputed_after_the_oracle_s_rng_went_wrong(PropertyResult& r, const RuleC
 // recompute-fidelity, both failing, the sut at a later call: the oracle fails that call too
 // (pre-existing).
 bool recomputation_the_oracle_fails_too(PropertyResult& r, const RuleContext& context);
+// recompute-fidelity, divergent: both runs fail at the same recomputed output of the same call,
+// by its values (pre-existing).
+bool the_recomputation_both_runs_get_wrong(PropertyResult& r, const RuleContext& context);
+// memory-eager-floor, the sut further over eager mode's floor than the oracle in the same
+// iteration: both keep the same recomputation inputs alive past it, held alike (pre-existing).
+bool a_leak_both_runs_have(PropertyResult& r, const RuleContext& context);
 // grads-bitwise, grads-match-eager: both runs' outputs already differ from eager mode's the same
 // way (outputs-bitwise pre-existing): the gradients of another loss (pre-existing).
 bool grads_of_another_loss(PropertyResult& r, const RuleContext& context);
 // grads-bitwise: the oracle's gradients are not eager mode's (grads-match-eager): no reference
 // for these bits (pre-existing).
 bool grads_bitwise_where_the_oracle_s_are_not_eager_s(PropertyResult& r, const RuleContext& context);
+// stash-kept, stash-grads: in both runs the stash op, recomputed, read other values than in
+// forward (the traces): each keeps what its recomputation got wrong (pre-existing).
+bool a_stash_both_recomputations_get_wrong(PropertyResult& r, const RuleContext& context);
 // stash-kept: eager mode's stash is the sut's where the two differ, not the oracle's (fixed).
 bool stash_eager_mode_keeps_as_the_sut_does(PropertyResult& r, const RuleContext& context);
 

@@ -72,6 +72,7 @@ const std::vector<Property>& properties() {
                             recompute_fidelity);
       p.located = Located::at_recomputation;
       p.exported = true;
+      p.by_its_records = {rules::the_recomputation_both_runs_get_wrong};
       p.by_eager = {rules::recomputed_after_the_oracle_s_rng_went_wrong, rules::recomputation_the_oracle_fails_too};
     }
     {
@@ -124,6 +125,7 @@ const std::vector<Property>& properties() {
       p.compares_with_oracle = true;
       p.located = Located::at_value;
       p.exported = true;
+      p.by_its_records = {rules::a_stash_both_recomputations_get_wrong};
       p.by_eager = {rules::stash_eager_mode_keeps_as_the_sut_does};
     }
     {
@@ -135,6 +137,7 @@ const std::vector<Property>& properties() {
       p.yields_to_claim = "grad-released";
       p.located = Located::at_value;
       p.exported = true;
+      p.by_its_records = {rules::a_stash_both_recomputations_get_wrong};
     }
     {
       Property& p = declare("grad-released",
@@ -166,6 +169,7 @@ const std::vector<Property>& properties() {
                             "stored, recomputed or collected outlives backward",
                             memory_eager_floor);
       p.eager_reads = kReadsFloor;
+      p.by_its_records = {rules::a_leak_both_runs_have};
     }
     {
       Property& p = declare("discard-own-outputs",

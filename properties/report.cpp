@@ -50,9 +50,9 @@ CaseResult check_case(const Case& c, CheckpointImplementation& oracle, Checkpoin
   eager_options.record_segment_calls = false;
   std::optional<Observations> eager_observed;
   if (eager_run == EagerRun::always) eager_observed = run_case(c, eager, eager_options);
-  // A signature reads the oracle's trace only where the sut holds and the oracle fails (a fix):
-  // the oracle runs without one, and runs again with it for such a case (a third of the trace's
-  // cost saved on every other case).
+  // A signature reads the oracle's trace only where the sut holds and the oracle fails (a fix),
+  // and a classification rule only where a case has an alarm: the oracle runs without one, and
+  // runs again with it for such a case (a third of the trace's cost saved on every other case).
   RunOptions oracle_options = options;
   oracle_options.record_op_trace = false;
   const Observations oracle_observed = run_case(c, oracle, oracle_options);
@@ -74,15 +74,24 @@ CaseResult check_case(const Case& c, CheckpointImplementation& oracle, Checkpoin
         return result;
       }
     }
-    result.results = eager_observed
-                         ? check_properties(*eager_observed, oracle_observed, sut_observed, sut.change_claims(), claims)
-                         : check_properties_without_eager(oracle_observed, sut_observed, sut.change_claims(), claims);
+    const auto classified = [&](const Observations& oracle_run) {
+      return eager_observed ? check_properties(*eager_observed, oracle_run, sut_observed, sut.change_claims(), claims)
+                            : check_properties_without_eager(oracle_run, sut_observed, sut.change_claims(), claims);
+    };
+    result.results = classified(oracle_observed);
     if (options.record_op_trace) {
       std::optional<Observations> oracle_traced;
-      if (options.trace_index && std::any_of(result.results.begin(), result.results.end(), [](const PropertyResult& r) {
+      if (options.trace_index && (result.has_alarm() || std::any_of(result.results.begin(), result.results.end(), [](const PropertyResult& r) {
             return r.classification != Classification::pass && r.sut.holds && !r.oracle.holds;
-          })) {
+          }))) {
         oracle_traced = run_case(c, oracle, options);
+      }
+      if (oracle_traced && result.has_alarm()) {
+        // A rule reads where the oracle's recomputations part from its forward, in its trace
+        // (NOTE [ The oracle is no reference ]): an alarm is judged again with it.
+        Observations with_trace = oracle_observed;
+        with_trace.trace = oracle_traced->trace;
+        result.results = classified(with_trace);
       }
       CauseSignatures causes(c, eager_or_none, oracle_traced ? *oracle_traced : oracle_observed, sut_observed);
       for (PropertyResult& r : result.results) {

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -158,52 +160,105 @@ std::string two_trees(const std::string& work, const std::string& a, const std::
   return work + "/" + b + "/megatron/core/tensor_parallel/random.py";
 }
 
-// The classes of false alarm the gate's budget raised on Megatron's fix of its tracker
-// (965cfd316c, base its parent), each kept as a case in tests/data/gate/ and replayed here on
-// megatron-core 0.16.1 against 0.16.1 with that fix undone (tools/gate-history's
-// stale-nested-fork): as a fix (the base has the bug) nothing is an alarm, each class is
-// pre-existing and says why; as the mistake (the head has the bug) the case still fails.
-TEST(Python, a_head_that_fixes_part_of_what_its_base_gets_wrong_raises_no_alarm) {
-  const std::string work = ::testing::TempDir() + "/gate-fix-classes";
-  const std::string stale_file = two_trees(work, "clean", "stale");
-  if (stale_file.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
-  {
-    std::string text = text_of(stale_file);
-    for (const std::string old : {"self.states_[orig_state_name] = orig_cuda_rng_state",
-                                  "orig_cuda_rng_state = self.states_[orig_state_name]"}) {
-      const size_t at = text.find(old);
-      ASSERT_NE(at, std::string::npos) << old;
-      text.replace(at, old.size(), "pass");
-    }
-    std::ofstream(stale_file) << text;
-  }
-  const std::string clean = "python:" + work + "/clean/megatron/core/tensor_parallel/random.py:CheckpointFunction";
-  const std::string stale = "python:" + stale_file + ":CheckpointFunction";
-  auto repro = [&](const std::string& name, const std::string& sut, const std::string& oracle) {
+// A class of false alarm the gate raised on a fix, kept as a case in tests/data/gate/: replayed
+// with the head holding the fix (the base the mistake), nothing is an alarm and `property` is
+// classified with its reason `why`; replayed the other way, the case still fails where it can
+// tell the mistake (`mistake_shows`; a pair both runs get wrong has no judge either way).
+struct FixClass {
+  std::string file, property, why;
+  bool mistake_shows = true;
+  std::string function = "CheckpointFunction";
+  std::string subject;  // --subject, where not the function's default
+};
+
+// Replays each class with WORK/clean (megatron-core as installed) and `mistake_file` (its
+// random.py with the mistake).
+void expect_no_alarm_on_the_fix(const std::string& work, const std::string& mistake_file,
+                                const std::vector<FixClass>& classes) {
+  const std::string clean_file = work + "/clean/megatron/core/tensor_parallel/random.py";
+  auto repro = [&](const FixClass& c, const std::string& sut, const std::string& oracle) {
     return test_shell::run_shell("cd " + work + " && PYTHONPATH=" + work + "/clean " + test_paths::recheck_binary() +
-                                 " repro " + test_paths::source_dir() + "/tests/data/gate/" + name + " --sut " + sut +
-                                 " --oracle " + oracle + " --claims none");
+                                 " repro " + test_paths::source_dir() + "/tests/data/gate/" + c.file +
+                                 (c.subject.empty() ? "" : " --subject " + c.subject) + " --sut python:" + sut + ":" +
+                                 c.function + " --oracle python:" + oracle + ":" + c.function + " --claims none");
   };
-  struct Class {
-    std::string file, property, why;
-    bool mistake_shows = true;  // the case tells the mistake too (the stash's has no judge either way)
-  };
-  for (const Class& c : {Class{"recomputation-after-an-rng-fix.json", "recompute-fidelity   pre-existing",
-                               "the oracle's RNG states are not eager mode's from iteration 0 on and this run's are"},
-                         Class{"error-after-an-rng-fix.json", "errors-match         pre-existing",
-                               "where the oracle first fails this run holds, and the oracle raised this error at this point too"},
-                         Class{"stash-after-an-error-eager-mode-does-not-raise.json", "stash-kept           pre-existing",
-                               "in the state an error left that both runs raise and eager mode does not", false}}) {
-    const auto fix = repro(c.file, clean, stale);
+  for (const FixClass& c : classes) {
+    const auto fix = repro(c, clean_file, mistake_file);
     EXPECT_EQ(fix.exit_code, 0) << c.file << "\n" << fix.output;
     EXPECT_NE(fix.output.find(c.property + "\n"), std::string::npos) << c.file << "\n" << fix.output;
     EXPECT_NE(fix.output.find(c.why), std::string::npos) << c.file << "\n" << fix.output;
     EXPECT_EQ(fix.output.find(" regression\n"), std::string::npos) << c.file << "\n" << fix.output;
     EXPECT_EQ(fix.output.find(" divergent\n"), std::string::npos) << c.file << "\n" << fix.output;
     if (!c.mistake_shows) continue;
-    const auto mistake = repro(c.file, stale, clean);
+    const auto mistake = repro(c, mistake_file, clean_file);
     EXPECT_EQ(mistake.exit_code, 1) << c.file << "\n" << mistake.output;
   }
+}
+
+// `file` with each `edits` (old text, new text) made once; fails the test when one is missing.
+void edit_file(const std::string& file, const std::vector<std::pair<std::string, std::string>>& edits) {
+  std::string text = text_of(file);
+  for (const auto& [old, replacement] : edits) {
+    const size_t at = text.find(old);
+    ASSERT_NE(at, std::string::npos) << old;
+    text.replace(at, old.size(), replacement);
+  }
+  std::ofstream(file) << text;
+}
+
+// The classes of false alarm the gate's budget raised on Megatron's fix of its tracker
+// (965cfd316c, base its parent), replayed on megatron-core 0.16.1 against 0.16.1 with that fix
+// undone (tools/gate-history's stale-nested-fork).
+TEST(Python, a_head_that_fixes_part_of_what_its_base_gets_wrong_raises_no_alarm) {
+  const std::string work = ::testing::TempDir() + "/gate-fix-classes";
+  const std::string stale_file = two_trees(work, "clean", "stale");
+  if (stale_file.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
+  ASSERT_NO_FATAL_FAILURE(edit_file(stale_file, {{"self.states_[orig_state_name] = orig_cuda_rng_state", "pass"},
+                         {"orig_cuda_rng_state = self.states_[orig_state_name]", "pass"}}));
+  expect_no_alarm_on_the_fix(
+      work, stale_file,
+      {{"recomputation-after-an-rng-fix.json", "recompute-fidelity   pre-existing",
+        "the oracle's RNG states are not eager mode's from iteration 0 on and this run's are"},
+       {"error-after-an-rng-fix.json", "errors-match         pre-existing",
+        "where the oracle first fails this run holds, and the oracle raised this error at this point too"},
+       {"stash-after-an-error-eager-mode-does-not-raise.json", "stash-kept           pre-existing",
+        "in the state an error left that both runs raise and eager mode does not", false}});
+}
+
+// The classes of false alarm the gate's default options raised on a fix of where recomputation
+// draws its numbers: megatron-core 0.16.1 against 0.16.1 with forward's RNG states set after the
+// recomputation instead of before it (tools/gate-history's rng-set-after-recompute), through
+// each function whose run raised one.
+TEST(Python, a_fix_of_where_recomputation_draws_its_numbers_raises_no_alarm) {
+  const std::string work = ::testing::TempDir() + "/gate-recompute-rng-classes";
+  const std::string mistake_file = two_trees(work, "clean", "mistake");
+  if (mistake_file.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
+  ASSERT_NO_FATAL_FAILURE(edit_file(mistake_file, {{"_set_all_rng_states(*ctx.rng_states)", "pass"},
+                           {"outputs = ctx.run_function(*detached_inputs)",
+                            "outputs = ctx.run_function(*detached_inputs)\n            _set_all_rng_states(*ctx.rng_states)"}}));
+  const std::string without_output = "megatron-checkpoint-without-output";
+  expect_no_alarm_on_the_fix(
+      work, mistake_file,
+      {{"recomputation-both-runs-get-wrong.json", "recompute-fidelity   pre-existing",
+        "the oracle's recomputation parts from its forward at this output too", false},
+       {"recomputation-both-runs-get-wrong-without-output.json", "recompute-fidelity   pre-existing",
+        "the oracle's recomputation parts from its forward at this output too", false, "CheckpointWithoutOutput",
+        without_output},
+       {"gradients-after-an-unfaithful-recomputation.json", "grads-bitwise        fixed",
+        "the oracle's recomputation parts from its forward (recompute-fidelity: root.ops[0]", true, "checkpoint"},
+       {"stash-both-recomputations-get-wrong.json", "stash-kept           pre-existing",
+        "in both runs this stash was last written by a recomputation that got other values", false, "checkpoint"},
+       {"leak-both-runs-have.json", "memory-eager-floor   pre-existing",
+        "both runs keep the same recomputation inputs alive past this iteration, held alike", false,
+        "CheckpointWithoutOutput", without_output},
+       {"gradients-both-recomputations-get-wrong.json", "grads-match-eager    pre-existing",
+        "both runs recompute the same ops from other values than their forwards did", false, "checkpoint"},
+       {"gradients-where-the-oracle-recomputes-more-otherwise.json", "stash-grads          fixed",
+        "ops it recomputes from other values than forward, wherever this run does and more", true,
+        "CheckpointWithoutOutput", without_output},
+       {"gradients-a-later-iteration-both-recompute-wrong.json", "grads-match-eager    pre-existing",
+        "both runs recompute the same ops from other values than their forwards did", true, "CheckpointWithoutOutput",
+        without_output}});
 }
 
 // A mistake that behaves otherwise on the process's first call only: the clearing change, made
