@@ -165,9 +165,13 @@ std::string two_trees(const std::string& work, const std::string& a, const std::
 // classified with its reason `why`; replayed the other way, the case still fails where it can
 // tell the mistake (`mistake_shows`; a pair both runs get wrong has no judge either way).
 struct FixClass {
+  FixClass(std::string file_, std::string property_, std::string why_, bool mistake_shows_ = true,
+           std::string function_ = "CheckpointFunction", std::string subject_ = "")
+      : file(std::move(file_)), property(std::move(property_)), why(std::move(why_)), mistake_shows(mistake_shows_),
+        function(std::move(function_)), subject(std::move(subject_)) {}
   std::string file, property, why;
-  bool mistake_shows = true;
-  std::string function = "CheckpointFunction";
+  bool mistake_shows;
+  std::string function;
   std::string subject;  // --subject, where not the function's default
 };
 
@@ -246,7 +250,8 @@ TEST(Python, a_fix_of_where_recomputation_draws_its_numbers_raises_no_alarm) {
         without_output},
        {"gradients-after-an-unfaithful-recomputation.json", "grads-bitwise        fixed",
         "the oracle's recomputation parts from its forward (recompute-fidelity: root.ops[0]", true, "checkpoint"},
-       {"stash-both-recomputations-get-wrong.json", "stash-kept           pre-existing",
+       // Rule 12 finds the base's recomputation parting at more ops than the head's too (fixed).
+       {"stash-both-recomputations-get-wrong.json", "stash-kept           fixed",
         "in both runs this stash was last written by a recomputation that got other values", false, "checkpoint"},
        {"leak-both-runs-have.json", "memory-eager-floor   pre-existing",
         "both runs keep the same recomputation inputs alive past this iteration, held alike", false,
