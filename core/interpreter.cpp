@@ -117,13 +117,14 @@ class Interpreter {
         }
       } raising{*this, op};
       const size_t traced = trace_.op_began(op, *prints, values, iteration, recomputing_ > 0);
+      drawn_ = 0;
       Values outputs = std::visit([&](const auto& o) { return run(o, values); }, op);
       ++obs_.op_executions;
       const size_t first_output = values.size();
       if (last_kept_) kept[static_cast<int>(first_output)] = std::move(last_kept_);
       last_kept_.reset();
       for (Value& output : outputs) values.push_back(std::move(output));
-      trace_.op_returned(traced, *prints, values, first_output);
+      trace_.op_returned(traced, *prints, values, first_output, drawn_);
     }
     Values outputs;
     for (int ref : segment.outputs) outputs.push_back(values.at(ref));
@@ -211,6 +212,9 @@ class Interpreter {
   Values run(const TensorOp& op, const Values& v) {
     return tensor_ops::run(op, v);
   }
+
+  // What it drew is kept for the trace (OpExecution::drawn), where one is recorded.
+  Values run(const Random& op, const Values& v) { return tensor_ops::run(op, v, trace_index_ ? &drawn_ : nullptr); }
 
   Values run(const Stash& op, const Values& v) {
     stash_[&op] = v.at(op.x);
@@ -342,6 +346,7 @@ class Interpreter {
   std::shared_ptr<KeptCheckpoint> last_kept_;  // the checkpoint without output that just returned
   int recomputing_ = 0;  // recomputations in progress
   std::shared_ptr<const TraceIndex> trace_index_;
+  uint64_t drawn_ = 0;  // the print of what the last random op drew, while a trace is recorded
   TraceRecorder trace_;
   std::optional<std::pair<int, bool>> raised_by_;
   std::shared_ptr<AllocationScopes> scopes_ = std::make_shared<AllocationScopes>();

@@ -278,10 +278,12 @@ size_t TraceRecorder::op_began(const Op& op, ValuePrints& prints, const std::vec
   return began(n, iteration, recomputation, false, prints.of(values, index_->refs[n]));
 }
 
-void TraceRecorder::op_returned(size_t at, ValuePrints& prints, const std::vector<Value>& values, size_t first_output) {
+void TraceRecorder::op_returned(size_t at, ValuePrints& prints, const std::vector<Value>& values, size_t first_output,
+                                uint64_t drawn) {
   if (at == kOff) return;
   const int n = trace_[at].op;
   returned(at, prints.of_from(values, first_output), index_->may_write[n] ? prints.of(values, index_->refs[n]) : trace_[at].inputs);
+  trace_[at].drawn = drawn;
 }
 
 size_t TraceRecorder::body_began(const Checkpoint& checkpoint, ValuePrints& prints, const std::vector<Value>& inputs,

@@ -26,6 +26,7 @@ struct OpExecution {
   uint64_t inputs = 0;        // fingerprint of the tensors it read, as it began
   uint64_t outputs = 0;       // of the tensors it made
   uint64_t inputs_after = 0;  // of the tensors it read, as it returned: an op that changed them
+  uint64_t drawn = 0;         // a random op's: of the numbers it took from its generator
   int64_t started = 0;
   int64_t ended = -1;         // -1: it raised
 };
@@ -97,8 +98,10 @@ class TraceRecorder {
 
   // An op of a segment begins, reading the segment's `values`; returns its place in the trace.
   size_t op_began(const Op& op, ValuePrints& prints, const std::vector<Value>& values, int iteration, bool recomputation);
-  // It returned, its outputs appended to `values` from `first_output` on.
-  void op_returned(size_t at, ValuePrints& prints, const std::vector<Value>& values, size_t first_output);
+  // It returned, its outputs appended to `values` from `first_output` on; `drawn`: the print of
+  // what a random op took from its generator (0 for any other op).
+  void op_returned(size_t at, ValuePrints& prints, const std::vector<Value>& values, size_t first_output,
+                   uint64_t drawn = 0);
   // A checkpoint's body is called with `inputs` (the first values of its segment, whose prints
   // `prints` keeps), and returns `outputs` (its segment's values `output_refs`).
   size_t body_began(const Checkpoint& checkpoint, ValuePrints& prints, const std::vector<Value>& inputs, int iteration,

@@ -6,6 +6,7 @@
 
 #include "core/discards.h"
 #include "core/errors.h"
+#include "core/op_trace.h"
 #include "core/rng.h"
 #include "core/shapes.h"
 
@@ -104,7 +105,7 @@ Values run(const Reduce& op, const Values& v) {
 
 Values run(const Argmax& op, const Values& v) { return {at::argmax(expect_tensor(v.at(op.x), "argmax"))}; }
 
-Values run(const Random& op, const Values& v) {
+Values run(const Random& op, const Values& v, uint64_t* drawn) {
   const at::Tensor& x = expect_tensor(v.at(op.x), "random");
   auto draw = [&](const at::Generator& generator, at::Device where) {
     at::Tensor sample = at::empty(x.sizes(), at::TensorOptions().dtype(at::kFloat).device(where));
@@ -121,6 +122,7 @@ Values run(const Random& op, const Values& v) {
                                        [&] { sample = draw(rng::device_generator(), x.device()); });
       break;
   }
+  if (drawn != nullptr) *drawn = fingerprint({Value(sample)});
   if (op.fn == Random::Fn::dropout) return {x * sample / (1.0 - op.p)};
   return {x + sample * op.p};
 }

@@ -17,7 +17,10 @@ Values run(const View& op, const Values& v);
 Values run(const InPlace& op, const Values& v);
 Values run(const Reduce& op, const Values& v);
 Values run(const Argmax& op, const Values& v);
-Values run(const Random& op, const Values& v);
+// `drawn`, when given, gets the fingerprint (core/op_trace.h) of the numbers the op took from its
+// generator (the sample, before it meets the input): a recomputation must draw forward's. Only
+// the fingerprint is kept: holding the sample would change what the run's memory shows.
+Values run(const Random& op, const Values& v, uint64_t* drawn = nullptr);
 
 // The value `op` reads, which must be a tensor whose storage holds its elements: TypeError or
 // RuntimeError otherwise, as Python's torch raises.

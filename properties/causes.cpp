@@ -316,11 +316,16 @@ std::string tracker_states_as_one(const std::string& text) {
 
 namespace {
 
-// The keys of `run`'s recomputed executions that part from the forward execution they recompute
-// (its first occurrence): read, made or left other values; `recomputed` gets every key it
-// recomputed.
-std::set<ExecutionKey> recomputations_parting(const Observations& run, std::set<ExecutionKey>& recomputed) {
-  std::set<ExecutionKey> parting;
+// How a recomputed execution parts from the forward one it recomputes: by the values it read,
+// made or left, or by the numbers a random op drew from its generator (a recomputation must draw
+// forward's, whatever values it reads).
+enum class PartsBy { values, draw };
+using Parted = std::pair<ExecutionKey, PartsBy>;
+
+// Every way `run`'s recomputed executions part from the forward executions they recompute (the
+// first occurrence of each); `recomputed` gets every key it recomputed.
+std::set<Parted> recomputations_parting(const Observations& run, std::set<ExecutionKey>& recomputed) {
+  std::set<Parted> parting;
   const std::vector<Keyed> forward = executions(run, false);
   for (const Keyed& mine : executions(run, true)) {
     ExecutionKey key = mine.key;
@@ -331,8 +336,9 @@ std::set<ExecutionKey> recomputations_parting(const Observations& run, std::set<
     const OpExecution& e = *mine.execution;
     const bool both_ended = e.ended >= 0 && other->ended >= 0;
     if (e.inputs != other->inputs || (both_ended && (e.outputs != other->outputs || e.inputs_after != other->inputs_after))) {
-      parting.insert(mine.key);
+      parting.insert({mine.key, PartsBy::values});
     }
+    if (both_ended && e.drawn != other->drawn) parting.insert({mine.key, PartsBy::draw});
   }
   return parting;
 }
@@ -344,22 +350,25 @@ RecomputationsCompared compare_recomputations(const Observations& oracle, const 
   if (oracle.trace.empty() || sut.trace.empty()) return compared;
   std::set<ExecutionKey> oracle_recomputed;
   std::set<ExecutionKey> sut_recomputed;
-  const std::set<ExecutionKey> oracle_parts = recomputations_parting(oracle, oracle_recomputed);
-  const std::set<ExecutionKey> sut_parts = recomputations_parting(sut, sut_recomputed);
+  const std::set<Parted> oracle_parts = recomputations_parting(oracle, oracle_recomputed);
+  const std::set<Parted> sut_parts = recomputations_parting(sut, sut_recomputed);
   if (oracle_parts.empty()) return compared;
-  compared.first_iteration = std::get<0>(*oracle_parts.begin());
-  for (const ExecutionKey& key : sut_parts) {
-    if (oracle_parts.count(key) == 0) {  // the sut gets one wrong that the oracle does not
+  compared.first_iteration = std::get<0>(oracle_parts.begin()->first);
+  for (const Parted& parted : sut_parts) {
+    if (oracle_parts.count(parted) == 0) {  // the sut gets one wrong that the oracle does not
       compared.how = RecomputationsCompared::How::other;
       return compared;
     }
   }
-  compared.how = RecomputationsCompared::How::alike;
-  for (const ExecutionKey& key : oracle_parts) {
-    if (sut_recomputed.count(key) != 0 && sut_parts.count(key) == 0) compared.how = RecomputationsCompared::How::oracle_beyond;
+  if (sut_parts.size() == oracle_parts.size()) {
+    compared.how = RecomputationsCompared::How::alike;
+    return compared;
   }
-  if (compared.how == RecomputationsCompared::How::alike && sut_parts.size() != oracle_parts.size()) {
-    compared.how = RecomputationsCompared::How::other;  // the oracle's extra ones the sut did not recompute
+  compared.how = RecomputationsCompared::How::other;  // the oracle's extra ones the sut never ran
+  for (const Parted& parted : oracle_parts) {
+    if (sut_recomputed.count(parted.first) != 0 && sut_parts.count(parted) == 0) {
+      compared.how = RecomputationsCompared::How::oracle_beyond;
+    }
   }
   return compared;
 }

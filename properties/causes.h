@@ -50,7 +50,8 @@ class CauseSignatures {
 };
 
 // How the two runs' recomputations part from their forwards, by their traces: the op executions
-// each recomputes otherwise than its forward ran them (read, made or left other values).
+// each recomputes otherwise than its forward ran them (read, made or left other values), and
+// the random ops each recomputes drawing other numbers than its forward drew.
 struct RecomputationsCompared {
   enum class How {
     unknown,        // a run has no trace (another device than the CPU), or the oracle parts nowhere

@@ -329,20 +329,6 @@ bool recomputation_the_oracle_fails_too(PropertyResult& r, const RuleContext& co
   return true;
 }
 
-bool the_recomputation_both_runs_get_wrong(PropertyResult& r, const RuleContext&) {
-  if (!(r.classification == Classification::divergent && !r.oracle.holds && !r.sut.holds &&
-        r.sut.segment_record >= 0 && r.sut.segment_record == r.oracle.segment_record && r.sut.call == r.oracle.call &&
-        r.sut.where == r.oracle.where && r.sut.difference && r.oracle.difference &&
-        r.sut.difference->kind == "value" && r.oracle.difference->kind == "value")) {
-    return false;
-  }
-  r.classification = Classification::pre_existing;
-  explain(r.sut, "the oracle's recomputation parts from its forward at this output too: two recomputations that both "
-                 "miss their forward's values (one from an argument the body updated in place, say, and drawing "
-                 "other random numbers) say nothing of each other");
-  return true;
-}
-
 bool a_leak_both_runs_have(PropertyResult& r, const RuleContext& context) {
   if (!(r.classification == Classification::regression && !r.oracle.holds && !r.sut.holds && r.sut.iteration >= 0 &&
         r.sut.iteration == r.oracle.iteration)) {
@@ -442,7 +428,8 @@ std::string recomputes_otherwise(const std::vector<PropertyResult>& results, con
     }
   }
   return compare_recomputations(oracle, sut).how == RecomputationsCompared::How::oracle_beyond
-             ? "by the traces: ops it recomputes from other values than forward, wherever this run does and more"
+             ? "by the traces: ops it recomputes from other values than forward, or drawing other numbers, wherever "
+               "this run does and more"
              : "";
 }
 

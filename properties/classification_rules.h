@@ -38,9 +38,6 @@ bool recomputed_after_the_oracle_s_rng_went_wrong(PropertyResult& r, const RuleC
 // recompute-fidelity, both failing, the sut at a later call: the oracle fails that call too
 // (pre-existing).
 bool recomputation_the_oracle_fails_too(PropertyResult& r, const RuleContext& context);
-// recompute-fidelity, divergent: both runs fail at the same recomputed output of the same call,
-// by its values (pre-existing).
-bool the_recomputation_both_runs_get_wrong(PropertyResult& r, const RuleContext& context);
 // memory-eager-floor, the sut further over eager mode's floor than the oracle in the same
 // iteration: both keep the same recomputation inputs alive past it, held alike (pre-existing).
 bool a_leak_both_runs_have(PropertyResult& r, const RuleContext& context);

@@ -72,7 +72,6 @@ const std::vector<Property>& properties() {
                             recompute_fidelity);
       p.located = Located::at_recomputation;
       p.exported = true;
-      p.by_its_records = {rules::the_recomputation_both_runs_get_wrong};
       p.by_eager = {rules::recomputed_after_the_oracle_s_rng_went_wrong, rules::recomputation_the_oracle_fails_too};
     }
     {
