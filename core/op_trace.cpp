@@ -260,7 +260,14 @@ int TraceRecorder::number(const Op& op) const {
 }
 
 size_t TraceRecorder::began(int number, int iteration, bool recomputation, bool body, uint64_t inputs) {
-  trace_.push_back({number, iteration, recomputation, body, inputs, 0, 0, moment_++, -1});
+  OpExecution e;
+  e.op = number;
+  e.iteration = iteration;
+  e.recomputation = recomputation;
+  e.body = body;
+  e.inputs = inputs;
+  e.started = moment_++;
+  trace_.push_back(e);
   return trace_.size() - 1;
 }
 
