@@ -55,10 +55,10 @@ class Box {
   std::unique_ptr<T> ptr_;
 };
 
-class OpContext;  // what an op may use while it runs: see core/interpreter.h
 struct Segment;
 
-// ---- the ops: each knows its inputs, how to run, show and serialise itself ----------------
+// ---- the ops: plain data; what each reads, does, shows and writes is in the visitors that
+// docs/adding-an-op.md lists (the compiler finds each for a new op) -------------------------
 
 struct Unary {
   enum class Fn { tanh, sigmoid, neg, square, relu };

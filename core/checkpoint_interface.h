@@ -66,6 +66,16 @@ struct CallSettings {
 class KeptOutputs {
  public:
   virtual ~KeptOutputs() = default;
+  // Whether the object is still alive, asked without keeping it alive (a weak reference to
+  // Megatron's CheckpointWithoutOutput, taken when it was made): the run records which are after
+  // each iteration (IterationRecord::alive_checkpoints). Null where the code made no object of its
+  // own (the C++ port).
+  class Watch {
+   public:
+    virtual ~Watch() = default;
+    virtual bool alive() const = 0;
+  };
+  virtual std::shared_ptr<Watch> watch() const { return nullptr; }
 };
 
 // What the interpreter calls for every checkpoint op. The C++ port's variants (suts/), eager

@@ -160,6 +160,20 @@ void Discards::discard(const Discard& op, const std::string& site, const Values&
   }
 }
 
+void Discards::watch(const std::string& site, int iteration, const KeptOutputs& handle) {
+  if (std::shared_ptr<KeptOutputs::Watch> w = handle.watch()) {
+    watched_.push_back({site + " of iteration " + std::to_string(iteration), std::move(w)});
+  }
+}
+
+std::vector<std::string> Discards::alive_objects() const {
+  std::vector<std::string> alive;
+  for (const Watched& w : watched_) {
+    if (w.watch->alive()) alive.push_back(w.where);
+  }
+  return alive;
+}
+
 std::vector<DiscardRecord> Discards::finish() {
   std::vector<DiscardRecord> records;
   for (auto& [record, kept, hook_calls] : discarded_) {

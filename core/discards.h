@@ -64,8 +64,18 @@ class Discards {
   // The iteration's records, completed (recomputations, the outputs after it); lets go of every
   // tensor it held, so that what the run holds after the iteration is the run's alone.
   std::vector<DiscardRecord> finish();
+  // Watches the object (KeptOutputs::watch) of a checkpoint without output run at `site` in
+  // `iteration`, for the rest of the run.
+  void watch(const std::string& site, int iteration, const KeptOutputs& handle);
+  // Every object watched that is still alive, as "root.ops[0] of iteration 0", in the order made.
+  std::vector<std::string> alive_objects() const;
 
  private:
+  struct Watched {
+    std::string where;
+    std::shared_ptr<KeptOutputs::Watch> watch;
+  };
+  std::vector<Watched> watched_;
   struct Discarded {
     DiscardRecord record;
     std::shared_ptr<KeptCheckpoint> kept;

@@ -149,6 +149,7 @@ class Interpreter {
 
   // The iteration's discard records (IterationRecord::discards); lets go of what they held.
   std::vector<DiscardRecord> finish_discards() { return discards_.finish(); }
+  std::vector<std::string> alive_checkpoint_objects() const { return discards_.alive_objects(); }
 
   void start_iteration(int i) {
     iteration = i;
@@ -322,6 +323,7 @@ class Interpreter {
       if (op.without_output) {
         auto [returned_outputs, handle] = implementation_.apply_without_output(run_function, CallSettings{op.distribute, op.options}, args);
         outputs = std::move(returned_outputs);
+        if (handle) discards_.watch(site, iteration, *handle);
         last_kept_ = Discards::keep(site, std::move(handle), calls, outputs);
       } else {
         outputs = implementation_.apply(run_function, CallSettings{op.distribute, op.options}, args);
@@ -452,6 +454,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
     if (completed) {
       memory::Uncounted uncounted;  // the harness's record, after the floor was read
       record.alive_inputs = interpreter.recomputation_inputs.alive(interpreter.stashed_tensors());
+      record.alive_checkpoints = interpreter.alive_checkpoint_objects();
     }
     // Then the recomputation inputs let go of their .grad, as clearing has them do in backward:
     // what that frees is what clearing saves, and every run starts the next iteration without it.

@@ -108,6 +108,11 @@ struct IterationRecord {
   // Every recomputation input still alive after an iteration that completed, and what holds it,
   // recorded before the harness lets go of their .grad (MemoryRecord::released_bytes).
   std::vector<AliveInput> alive_inputs;
+  // Every checkpoint without output whose object is still alive after an iteration that completed,
+  // as "root.ops[0] of iteration 0" (KeptOutputs::watch): one whose hook never fired can outlive
+  // its iteration (Megatron's keeps itself alive through the hook on its own output). Empty where
+  // the code made no object of its own.
+  std::vector<std::string> alive_checkpoints;
   // Set when the iteration raised. After an error only the recomputation inputs of checkpoint
   // calls whose backward returned are listed above (those of a backward the error cut short
   // were never collected, so the change has nothing to clear), gradients_held_elsewhere is

@@ -1,8 +1,11 @@
 // The classification rules of single properties (Property::by_its_records, Property::by_eager),
 // named here so that each property's declaration (properties.cpp) lists its own; their bodies
-// and the rules every property shares are in classification.cpp.
+// are in classification_rules.cpp, the rules every property shares in classification.cpp.
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "properties/properties.h"
@@ -22,6 +25,12 @@ struct RuleContext {
   const PropertyResult* result_of(const char* property) const;
 };
 
+// Adds why a verdict was classified as it was to its evidence.
+void explain(Verdict& verdict, const std::string& why);
+// How far an iteration got when its error was raised: backward after forward, and more ops
+// completed after fewer. Two runs' different errors in one iteration are ordered by it.
+std::pair<bool, int64_t> error_progress(const ErrorRecord& e);
+
 namespace rules {
 
 // flag-in-body, divergent: the sut reads the flag unset only where the oracle does too
@@ -39,7 +48,8 @@ bool recomputed_after_the_oracle_s_rng_went_wrong(PropertyResult& r, const RuleC
 // (pre-existing).
 bool recomputation_the_oracle_fails_too(PropertyResult& r, const RuleContext& context);
 // memory-eager-floor, the sut further over eager mode's floor than the oracle in the same
-// iteration: both keep the same recomputation inputs alive past it, held alike (pre-existing).
+// iteration: both keep the same recomputation inputs and checkpoint objects alive past it, held
+// alike (pre-existing).
 bool a_leak_both_runs_have(PropertyResult& r, const RuleContext& context);
 // grads-bitwise, grads-match-eager: both runs' outputs already differ from eager mode's the same
 // way (outputs-bitwise pre-existing): the gradients of another loss (pre-existing).

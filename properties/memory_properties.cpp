@@ -106,7 +106,9 @@ Verdict memory_eager_floor(const Observations& subject, const Runs& runs) {
     if (!s.measured || !e.measured || s.floor <= e.floor) continue;
     if (keeps_a_graph(subject, i) || keeps_a_graph(eager, i)) continue;
     const std::vector<AliveInput>& inputs = subject.iterations[i].alive_inputs;
-    const std::string alive = inputs.empty() ? "" : "; recomputation inputs alive: " + list_alive(inputs, inputs.size());
+    std::string alive = inputs.empty() ? "" : "; recomputation inputs alive: " + list_alive(inputs, inputs.size());
+    const std::vector<std::string>& objects = subject.iterations[i].alive_checkpoints;
+    for (size_t k = 0; k < objects.size(); ++k) alive += (k == 0 ? "; checkpoint objects alive: " : ", ") + objects[k];
     Verdict verdict = Verdict::fail_in(i, "after " + at_iteration(i), std::nullopt,
                                        "floor " + std::to_string(s.floor) + " bytes, " + bytes(s.floor - e.floor) +
                                            " above eager mode's " + std::to_string(e.floor) + alive);

@@ -23,13 +23,6 @@ const PropertyResult* CaseResult::first_alarm() const {
   return nullptr;
 }
 
-bool CaseResult::all_pass() const {
-  for (const PropertyResult& r : results) {
-    if (r.classification != Classification::pass) return false;
-  }
-  return true;
-}
-
 CaseResult check_case(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut,
                       const RunOptions& case_options, EagerRun eager_run, const ClaimChoice& claims) {
   // The op index the trace numbers the case's ops by, made once for all its runs.

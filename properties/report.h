@@ -29,7 +29,6 @@ struct CaseResult {
   bool eager_ran = true;
   bool has_alarm() const;
   const PropertyResult* first_alarm() const;  // the first regression or divergence; null when none
-  bool all_pass() const;
 };
 
 // When check_case runs eager mode. `always`: first, for every case. `when_needed`: after the

@@ -198,6 +198,27 @@ struct PythonKept : KeptOutputs {
     py::gil_scoped_acquire gil;
     object = py::object();
   }
+  // A weak reference, where the object takes one (a class with __slots__ may not: then none).
+  struct WeakWatch : Watch {
+    explicit WeakWatch(py::object r) : ref(std::move(r)) {}
+    ~WeakWatch() override {
+      py::gil_scoped_acquire gil;
+      ref = py::object();
+    }
+    bool alive() const override {
+      py::gil_scoped_acquire gil;
+      return !ref().is_none();
+    }
+    py::object ref;
+  };
+  std::shared_ptr<Watch> watch() const override {
+    py::gil_scoped_acquire gil;
+    try {
+      return std::make_shared<WeakWatch>(py::module_::import("weakref").attr("ref")(object));
+    } catch (const py::error_already_set&) {
+      return nullptr;
+    }
+  }
   py::object object;
 };
 

@@ -175,16 +175,23 @@ struct FixClass {
   std::string subject;  // --subject, where not the function's default
 };
 
+// `recheck repro` of the class's case, the sut and the oracle loaded from those random.py files
+// (WORK/clean, megatron-core as installed, first on the path), claiming nothing (the gate's way).
+test_shell::Result repro_fix_class(const std::string& work, const FixClass& c, const std::string& sut,
+                                   const std::string& oracle) {
+  return test_shell::run_shell("cd " + work + " && PYTHONPATH=" + work + "/clean " + test_paths::recheck_binary() +
+                               " repro " + test_paths::source_dir() + "/tests/data/gate/" + c.file +
+                               (c.subject.empty() ? "" : " --subject " + c.subject) + " --sut python:" + sut + ":" +
+                               c.function + " --oracle python:" + oracle + ":" + c.function + " --claims none");
+}
+
 // Replays each class with WORK/clean (megatron-core as installed) and `mistake_file` (its
 // random.py with the mistake).
 void expect_no_alarm_on_the_fix(const std::string& work, const std::string& mistake_file,
                                 const std::vector<FixClass>& classes) {
   const std::string clean_file = work + "/clean/megatron/core/tensor_parallel/random.py";
   auto repro = [&](const FixClass& c, const std::string& sut, const std::string& oracle) {
-    return test_shell::run_shell("cd " + work + " && PYTHONPATH=" + work + "/clean " + test_paths::recheck_binary() +
-                                 " repro " + test_paths::source_dir() + "/tests/data/gate/" + c.file +
-                                 (c.subject.empty() ? "" : " --subject " + c.subject) + " --sut python:" + sut + ":" +
-                                 c.function + " --oracle python:" + oracle + ":" + c.function + " --claims none");
+    return repro_fix_class(work, c, sut, oracle);
   };
   for (const FixClass& c : classes) {
     const auto fix = repro(c, clean_file, mistake_file);
@@ -256,7 +263,9 @@ TEST(Python, a_fix_of_where_recomputation_draws_its_numbers_raises_no_alarm) {
        {"stash-both-recomputations-get-wrong.json", "stash-kept           fixed",
         "in both runs this stash was last written by a recomputation that got other values", false, "checkpoint"},
        {"leak-both-runs-have.json", "memory-eager-floor   pre-existing",
-        "both runs keep the same recomputation inputs alive past this iteration, held alike", false,
+        "both runs keep the same recomputation inputs and checkpoint objects (root.ops[0].body.ops[0] of iteration 0) "
+        "alive past this iteration, held alike",
+        false,
         "CheckpointWithoutOutput", without_output},
        {"gradients-both-recomputations-get-wrong.json", "grads-match-eager    pre-existing",
         "ops it recomputes from other values than forward, or drawing other numbers, wherever "
@@ -268,6 +277,46 @@ TEST(Python, a_fix_of_where_recomputation_draws_its_numbers_raises_no_alarm) {
        {"gradients-a-later-iteration-both-recompute-wrong.json", "grads-match-eager    pre-existing",
         "both runs recompute the same ops from other values than their forwards did", true, "CheckpointWithoutOutput",
         without_output}});
+}
+
+// The class of false alarm the gate's default options raised on a fix of what the saved RNG
+// states share with the tracker: megatron-core 0.16.1 against 0.16.1 saving the tracker's own
+// dictionary instead of a copy (tools/gate-history's tracker-states-by-reference). A checkpoint
+// without output whose hook is on its own output, which no loss reads, outlives the iteration in
+// both runs (its hook keeps it), and the fix's object holds one RNG state more (a copy where the
+// mistake's is the tracker's): pre-existing. A head that keeps every such object alive still
+// fails where its base lets one go.
+TEST(Python, a_fix_of_what_saved_rng_states_share_with_the_tracker_raises_no_alarm) {
+  const std::string work = ::testing::TempDir() + "/gate-tracker-states-classes";
+  const std::string mistake_file = two_trees(work, "clean", "mistake");
+  if (mistake_file.empty()) GTEST_SKIP() << "megatron-core is not installed for the embedded Python";
+  const std::string keeps_file = two_trees(work + "/keeps", "unused", "keeps");
+  ASSERT_FALSE(keeps_file.empty());
+  ASSERT_NO_FATAL_FAILURE(edit_file(mistake_file, {{"cuda_rng_state_tracker = get_cuda_rng_tracker().get_states()",
+                                                    "cuda_rng_state_tracker = get_cuda_rng_tracker().states_"}}));
+  ASSERT_NO_FATAL_FAILURE(edit_file(keeps_file, {{"        self.rng_states = _get_all_rng_states()\n",
+                                                  "        self.rng_states = _get_all_rng_states()\n"
+                                                  "        _every_checkpoint.append(self)\n"},
+                                                 {"\ndef _get_all_rng_states():",
+                                                  "\n_every_checkpoint = []\n\n\ndef _get_all_rng_states():"}}));
+  const std::string without_output = "megatron-checkpoint-without-output";
+  expect_no_alarm_on_the_fix(work, mistake_file,
+                             {{"checkpoint-object-both-runs-leak.json", "memory-eager-floor   pre-existing",
+                               "both runs keep the same checkpoint objects (root.ops[0] of iteration 0) alive past this "
+                               "iteration",
+                               false, "CheckpointWithoutOutput", without_output},
+                              {"checkpoint-objects-the-head-leaks-more.json", "memory-eager-floor   pre-existing",
+                               "both runs keep the same checkpoint objects (root.ops[0] of iteration 0) alive past this "
+                               "iteration",
+                               false, "CheckpointWithoutOutput", without_output}});
+  const FixClass more{"checkpoint-objects-the-head-leaks-more.json", "", "", false, "CheckpointWithoutOutput",
+                      without_output};
+  const auto keeps = repro_fix_class(work, more, keeps_file, mistake_file);
+  EXPECT_EQ(keeps.exit_code, 1) << keeps.output;
+  EXPECT_NE(keeps.output.find("memory-eager-floor   regression"), std::string::npos) << keeps.output;
+  EXPECT_NE(keeps.output.find("checkpoint objects alive: root.ops[0] of iteration 0, root.ops[2] of iteration 0"),
+            std::string::npos)
+      << keeps.output;
 }
 
 // A mistake that behaves otherwise on the process's first call only: the clearing change, made

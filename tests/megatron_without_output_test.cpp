@@ -248,6 +248,12 @@ TEST(MegatronWithoutOutput, the_findings_standalone_scripts_show_them) {
   const auto fp8 = test_shell::run_shell(python + "without_output_fp8_default.py 2>&1");
   EXPECT_EQ(fp8.exit_code, 1) << fp8.output;
   EXPECT_NE(fp8.output.find("CheckpointWithoutOutput(fp8=False).fp8 = True"), std::string::npos) << fp8.output;
+  const auto own = test_shell::run_shell(python + "without_output_hook_on_its_own_output_never_freed.py 2>&1");
+  EXPECT_EQ(own.exit_code, 1) << own.output;
+  EXPECT_NE(own.output.find("hook on a later tensor: the checkpoint object freed; hook on its own output: alive after "
+                            "gc.collect()"),
+            std::string::npos)
+      << own.output;
 }
 
 // The smallest case of the change's question, in the corpus, as a standalone script: it fails
