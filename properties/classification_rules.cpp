@@ -1,6 +1,10 @@
 // The bodies of the classification rules of single properties (classification_rules.h), each
 // listed by its property's declaration (properties.cpp).
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "properties/body_state.h"
 #include "properties/causes.h"
