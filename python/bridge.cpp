@@ -200,21 +200,21 @@ struct PythonKept : KeptOutputs {
   }
   // A weak reference, where the object takes one (a class with __slots__ may not: then none).
   struct WeakWatch : Watch {
-    explicit WeakWatch(py::object r) : ref(std::move(r)) {}
+    explicit WeakWatch(py::weakref r) : ref(std::move(r)) {}
     ~WeakWatch() override {
       py::gil_scoped_acquire gil;
-      ref = py::object();
+      ref = py::weakref();
     }
     bool alive() const override {
       py::gil_scoped_acquire gil;
       return !ref().is_none();
     }
-    py::object ref;
+    py::weakref ref;
   };
   std::shared_ptr<Watch> watch() const override {
     py::gil_scoped_acquire gil;
     try {
-      return std::make_shared<WeakWatch>(py::module_::import("weakref").attr("ref")(object));
+      return std::make_shared<WeakWatch>(py::weakref(object));
     } catch (const py::error_already_set&) {
       return nullptr;
     }

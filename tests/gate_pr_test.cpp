@@ -190,18 +190,15 @@ test_shell::Result repro_fix_class(const std::string& work, const FixClass& c, c
 void expect_no_alarm_on_the_fix(const std::string& work, const std::string& mistake_file,
                                 const std::vector<FixClass>& classes) {
   const std::string clean_file = work + "/clean/megatron/core/tensor_parallel/random.py";
-  auto repro = [&](const FixClass& c, const std::string& sut, const std::string& oracle) {
-    return repro_fix_class(work, c, sut, oracle);
-  };
   for (const FixClass& c : classes) {
-    const auto fix = repro(c, clean_file, mistake_file);
+    const auto fix = repro_fix_class(work, c, clean_file, mistake_file);
     EXPECT_EQ(fix.exit_code, 0) << c.file << "\n" << fix.output;
     EXPECT_NE(fix.output.find(c.property + "\n"), std::string::npos) << c.file << "\n" << fix.output;
     EXPECT_NE(fix.output.find(c.why), std::string::npos) << c.file << "\n" << fix.output;
     EXPECT_EQ(fix.output.find(" regression\n"), std::string::npos) << c.file << "\n" << fix.output;
     EXPECT_EQ(fix.output.find(" divergent\n"), std::string::npos) << c.file << "\n" << fix.output;
     if (!c.mistake_shows) continue;
-    const auto mistake = repro(c, mistake_file, clean_file);
+    const auto mistake = repro_fix_class(work, c, mistake_file, clean_file);
     EXPECT_EQ(mistake.exit_code, 1) << c.file << "\n" << mistake.output;
   }
 }
@@ -300,18 +297,13 @@ TEST(Python, a_fix_of_what_saved_rng_states_share_with_the_tracker_raises_no_ala
                                                  {"\ndef _get_all_rng_states():",
                                                   "\n_every_checkpoint = []\n\n\ndef _get_all_rng_states():"}}));
   const std::string without_output = "megatron-checkpoint-without-output";
-  expect_no_alarm_on_the_fix(work, mistake_file,
-                             {{"checkpoint-object-both-runs-leak.json", "memory-eager-floor   pre-existing",
-                               "both runs keep the same checkpoint objects (root.ops[0] of iteration 0) alive past this "
-                               "iteration",
-                               false, "CheckpointWithoutOutput", without_output},
-                              {"checkpoint-objects-the-head-leaks-more.json", "memory-eager-floor   pre-existing",
-                               "both runs keep the same checkpoint objects (root.ops[0] of iteration 0) alive past this "
-                               "iteration",
-                               false, "CheckpointWithoutOutput", without_output}});
-  const FixClass more{"checkpoint-objects-the-head-leaks-more.json", "", "", false, "CheckpointWithoutOutput",
-                      without_output};
-  const auto keeps = repro_fix_class(work, more, keeps_file, mistake_file);
+  const std::string why = "both runs keep the same checkpoint objects (root.ops[0] of iteration 0) alive past this iteration";
+  const FixClass one{"checkpoint-object-both-runs-leak.json", "memory-eager-floor   pre-existing", why, false,
+                     "CheckpointWithoutOutput", without_output};
+  const FixClass two{"checkpoint-objects-the-head-leaks-more.json", "memory-eager-floor   pre-existing", why, false,
+                     "CheckpointWithoutOutput", without_output};
+  expect_no_alarm_on_the_fix(work, mistake_file, {one, two});
+  const auto keeps = repro_fix_class(work, two, keeps_file, mistake_file);
   EXPECT_EQ(keeps.exit_code, 1) << keeps.output;
   EXPECT_NE(keeps.output.find("memory-eager-floor   regression"), std::string::npos) << keeps.output;
   EXPECT_NE(keeps.output.find("checkpoint objects alive: root.ops[0] of iteration 0, root.ops[2] of iteration 0"),

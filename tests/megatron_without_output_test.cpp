@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -242,18 +243,17 @@ TEST(MegatronWithoutOutput, generated_cases_hold_checkpoints_without_output_and_
 // shows its finding (exit 1).
 TEST(MegatronWithoutOutput, the_findings_standalone_scripts_show_them) {
   const std::string python = std::string(test_paths::python_executable()) + " " + test_paths::source_dir() + "/docs/scripts/";
-  const auto frees = test_shell::run_shell(python + "without_output_discard_frees_argument.py 2>&1");
-  EXPECT_EQ(frees.exit_code, 1) << frees.output;
-  EXPECT_NE(frees.output.find("x's storage: 48 bytes before the discard, 0 after"), std::string::npos) << frees.output;
-  const auto fp8 = test_shell::run_shell(python + "without_output_fp8_default.py 2>&1");
-  EXPECT_EQ(fp8.exit_code, 1) << fp8.output;
-  EXPECT_NE(fp8.output.find("CheckpointWithoutOutput(fp8=False).fp8 = True"), std::string::npos) << fp8.output;
-  const auto own = test_shell::run_shell(python + "without_output_hook_on_its_own_output_never_freed.py 2>&1");
-  EXPECT_EQ(own.exit_code, 1) << own.output;
-  EXPECT_NE(own.output.find("hook on a later tensor: the checkpoint object freed; hook on its own output: alive after "
-                            "gc.collect()"),
-            std::string::npos)
-      << own.output;
+  const std::pair<const char*, const char*> scripts[] = {
+      {"without_output_discard_frees_argument.py", "x's storage: 48 bytes before the discard, 0 after"},
+      {"without_output_fp8_default.py", "CheckpointWithoutOutput(fp8=False).fp8 = True"},
+      {"without_output_hook_on_its_own_output_never_freed.py",
+       "hook on a later tensor: the checkpoint object freed; hook on its own output: alive after gc.collect()"},
+  };
+  for (const auto& [script, shows] : scripts) {
+    const auto shown = test_shell::run_shell(python + script + " 2>&1");
+    EXPECT_EQ(shown.exit_code, 1) << script << "\n" << shown.output;
+    EXPECT_NE(shown.output.find(shows), std::string::npos) << script << "\n" << shown.output;
+  }
 }
 
 // The smallest case of the change's question, in the corpus, as a standalone script: it fails
