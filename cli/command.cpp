@@ -76,12 +76,6 @@ void check_output_folder(const std::string& dir, const std::string& option) {
   }
 }
 
-void make_output_folder(const std::string& dir) {
-  std::error_code error;
-  std::filesystem::create_directories(dir, error);
-  if (error) throw OutputError(dir + ": cannot create the folder: " + error.message());
-}
-
 Case load_case_or_fuzz_input(const std::string& path, const Limits& limits, bool force_bytes, const std::string& device) {
   const std::string text = read_case_file_text(path, limits);
   // JSON may start with a UTF-8 byte order mark, which the JSON parser skips.

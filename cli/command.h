@@ -127,10 +127,9 @@ void write_json_report(const std::string& where, const json& report);
 void check_output_file(const std::string& path, const std::string& option);
 // check_output_file for each of these options given (--json - excepted).
 void check_output_files(const Args& args, std::initializer_list<const char*> options);
-// A folder recheck creates when it first writes there: refused now if something other than a
-// folder is in its way.
+// A folder recheck creates when it first writes there (make_output_folder, properties/corpus.h):
+// refused now if something other than a folder is in its way.
 void check_output_folder(const std::string& dir, const std::string& option);
-void make_output_folder(const std::string& dir);
 
 // --device: cpu or cuda (default cpu), refused otherwise.
 std::string device_option(const Args& args, const char* option = "device");

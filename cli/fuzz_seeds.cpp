@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <random>
 
+#include "properties/corpus.h"
 #include "properties/generator.h"
 
 namespace recheck::cli {

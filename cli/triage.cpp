@@ -1,29 +1,22 @@
 // recheck triage: the findings of many inputs (a campaign's crash files, cases, the reports of
 // several runs) grouped into buckets by cause, each bucket's first case minimized once.
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "cli/bucket_minimize.h"
 #include "cli/command.h"
 #include "properties/buckets.h"
-#include "properties/causes.h"
-#include "properties/report.h"
-#include "runner/case_worker.h"
+#include "properties/corpus.h"
+#include "runner/bucket_minimize.h"
 #include "runner/interrupts.h"
-#include "runner/isolated_check.h"
-#include "runner/worker_process.h"
+#include "runner/triage_session.h"
 
 namespace recheck::cli {
 
@@ -90,23 +83,6 @@ std::vector<std::string> inputs_under(const std::vector<std::string>& paths) {
   return files;
 }
 
-// A JSON file's object, when it is a report (it has "buckets"); nullopt for a case. Throws
-// CaseError saying what it is not.
-std::optional<json> report_in(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw CaseError(path + ": cannot be read");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error&) {
-    throw CaseError(path + ": not JSON (a half-written file?)");
-  }
-  if (!j.is_object()) throw CaseError(path + ": not a case nor a report (not a JSON object)");
-  if (j.contains("buckets")) return j;
-  if (j.contains("root")) return std::nullopt;
-  throw CaseError(path + ": not a case (no \"root\") nor a report (no \"buckets\")");
-}
-
 int command_triage(const Args& args) {
   if (args.positional().empty()) throw UsageError("triage takes one or more files or folders");
   const std::vector<std::string> files = inputs_under(args.positional());
@@ -131,87 +107,12 @@ int command_triage(const Args& args) {
   std::cerr << "recheck triage: " << files.size() << " inputs, sut " << sut->name() << " against oracle "
             << oracle->name() << "\n";
 
-  Buckets buckets;
-  json inputs = json::array();
-  int64_t cases = 0, reports = 0, incomplete = 0, findings = 0;
-  std::unique_ptr<runner::CaseWorker> worker;
-  std::string worker_device;
   const std::string replay = replay_command(*sut, *oracle);
   const std::string replay_suffix = " --sut " + sut->name() + " --oracle " + oracle->name() + claims_argument(claims);
-  for (size_t i = 0; i < files.size() && !runner::interrupted(); ++i) {
-    const std::string& file = files[i];
-    json input = {{"file", file}};
-    try {
-      const bool json_name = std::filesystem::path(file).extension() == ".json";
-      const std::optional<json> report = json_name ? report_in(file) : std::nullopt;
-      if (report) {
-        Buckets theirs = Buckets::from_json(report->at("buckets"));
-        for (Bucket* b : theirs.ordered()) {
-          if (b->found_in.empty()) b->found_in = file;
-          findings += b->count;
-        }
-        buckets.merge(theirs);
-        ++reports;
-        input["kind"] = "report";
-        input["buckets"] = theirs.size();
-        inputs.push_back(std::move(input));
-        continue;
-      }
-      const Case c = load_case_or_fuzz_input(file, limits, false, device);
-      ++cases;
-      input["kind"] = "case";
-      if (!worker || worker_device != c.device) {  // a worker checks the cases of one device
-        if (worker) worker->stop();
-        worker_device = c.device;
-        worker = std::make_unique<runner::CaseWorker>(file, c.device, *oracle, *sut, limits);
-        worker->hold_to_claims(claims);
-      }
-      const runner::IsolatedCheck checked = worker->check(c);
-      const std::string shown_sut = replay + " repro " + file + replay_suffix;
-      auto add = [&](const std::string& signature, const std::string& property, const std::string& classification,
-                     bool alarm, const std::string& example) {
-        const bool first = !buckets.contains(signature);
-        buckets.add(signature, property, classification, alarm, static_cast<int64_t>(i), 0, example);
-        if (first) {
-          buckets.at(signature).found_in = file;
-          buckets.at(signature).file = file;
-        }
-        ++findings;
-      };
-      if (!checked.result) {
-        // Killed checking it: the released function's own crash when the oracle dies on it too.
-        worker.reset();
-        const std::string oracle_end = runner::oracle_crash(c, *oracle);
-        const bool oracle_too = !oracle_end.empty();
-        add(crash_signature("the worker process " + checked.crash, oracle_too), kCrashProperty, kCrash, !oracle_too,
-            "sut: the worker process " + checked.crash + (oracle_too ? " | oracle: " + oracle_end : ""));
-        input["crash"] = checked.crash;
-      } else if (!checked.result->skipped.empty()) {
-        input["skipped"] = checked.result->skipped;
-      } else {
-        json found = json::array();
-        for (const PropertyResult& r : checked.result->results) {
-          if (r.classification == Classification::pass) continue;
-          add(r.cause, r.property, to_string(r.classification), is_alarm(r.classification),
-              "sut: " + r.sut.describe() + (r.oracle.describe().empty() ? "" : " | oracle: " + r.oracle.describe()));
-          found.push_back(r.cause);
-        }
-        input["causes"] = found;
-      }
-    } catch (const CaseError& error) {
-      ++incomplete;
-      input["kind"] = "incomplete";
-      input["error"] = error.what();
-      std::cerr << "recheck triage: incomplete: " << error.what() << "\n";
-    } catch (const std::runtime_error& error) {  // a report whose buckets are not what they should be
-      ++incomplete;
-      input["kind"] = "incomplete";
-      input["error"] = file + ": " + error.what();
-      std::cerr << "recheck triage: incomplete: " << file << ": " << error.what() << "\n";
-    }
-    inputs.push_back(std::move(input));
-  }
-  if (worker) worker->stop();
+  runner::TriagedInputs triaged = runner::triage_inputs(
+      files, [&](const std::string& file) { return load_case_or_fuzz_input(file, limits, false, device); }, limits,
+      *oracle, *sut, claims);
+  Buckets& buckets = triaged.buckets;
   const double triage_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   // Each bucket's first case, minimized once; a bucket merged from a report keeps the minimized
@@ -221,18 +122,18 @@ int command_triage(const Args& args) {
   if (buckets.size() > 0) {
     const double seconds = runner::interrupted() ? 0 : minimize_seconds;
     if (seconds > 0) make_output_folder(out_dir);
-    minimized = minimize_buckets(buckets, {first_case, "recheck triage", *oracle, *sut, claims, out_dir, seconds, replay,
+    minimized = runner::minimize_buckets(buckets, {first_case, "recheck triage", *oracle, *sut, claims, out_dir, seconds, replay,
                                            replay_suffix});
   }
   if (previous) buckets.compare_with(*previous);
 
-  std::cout << "recheck triage: " << files.size() << " inputs (" << cases << " cases, " << reports << " reports"
-            << (incomplete > 0 ? ", " + std::to_string(incomplete) + " incomplete" : "") << ") in " << std::fixed
+  std::cout << "recheck triage: " << files.size() << " inputs (" << triaged.cases << " cases, " << triaged.reports << " reports"
+            << (triaged.incomplete > 0 ? ", " + std::to_string(triaged.incomplete) + " incomplete" : "") << ") in " << std::fixed
             << std::setprecision(1) << triage_seconds << " s, sut " << sut->name() << ", oracle " << oracle->name()
             << (runner::interrupted() ? ", interrupted" : "") << "\n";
   if (buckets.size() > 0) std::cout << minimized << " buckets' first cases minimized now, into " << out_dir << "/\n";
   if (buckets.size() > 0) std::cout << buckets.describe();
-  for (const json& input : inputs) {
+  for (const json& input : triaged.inputs) {
     if (input.at("kind") == "incomplete") std::cout << "incomplete: " << input.at("error").get<std::string>() << "\n";
   }
   bool alarm = false;
@@ -243,11 +144,11 @@ int command_triage(const Args& args) {
                                               {"sut", sut->name()},
                                               {"oracle", oracle->name()},
                                               {"seconds", triage_seconds},
-                                              {"cases", cases},
-                                              {"reports", reports},
-                                              {"incomplete", incomplete},
-                                              {"findings", findings},
-                                              {"inputs", inputs},
+                                              {"cases", triaged.cases},
+                                              {"reports", triaged.reports},
+                                              {"incomplete", triaged.incomplete},
+                                              {"findings", triaged.findings},
+                                              {"inputs", triaged.inputs},
                                               {"buckets", buckets.to_json()}});
   }
   return alarm ? 1 : 0;

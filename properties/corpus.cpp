@@ -1,5 +1,7 @@
 #include "properties/corpus.h"
 
+#include <filesystem>
+
 #include "properties/properties.h"
 #include "properties/reduce.h"
 #include "suts/subject.h"
@@ -39,6 +41,12 @@ std::string observed(const Expectation& e, const CaseResult* result) {
     if (r.property == e.property) got = to_string(r.classification);
   }
   return got;
+}
+
+void make_output_folder(const std::string& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) throw OutputError(dir + ": cannot create the folder: " + error.message());
 }
 
 std::string save_finding(Case c, const std::string& dir, uint64_t seed, int64_t index, const std::string& sut,

@@ -33,6 +33,9 @@ void check_expectation(const Expectation& e, const std::string& field);
 // checking the case crashed.
 std::string observed(const Expectation& e, const CaseResult* result);
 
+// Creates `dir` and the folders above it where missing; OutputError naming it when it cannot.
+void make_output_folder(const std::string& dir);
+
 // A finding of `recheck run` saved as a case that shows it: DIR/seed-SEED-case-INDEX-PROPERTY-
 // CLASSIFICATION.json (named by the run's seed too, so that runs with other seeds into the same
 // folder keep their files), with `note` and the expectation that `recheck replay` checks.

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/interpreter.h"
+#include "properties/causes.h"
 #include "properties/corpus.h"
 #include "properties/report.h"
 #include "runner/worker_process.h"
@@ -16,7 +17,8 @@ std::string OwnProcessVerdict::describe() const {
   return property + " " + to_string(classification);
 }
 
-OwnProcessVerdict check_isolated(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut) {
+OwnProcessVerdict first_alarm_in_own_process(const Case& c, CheckpointImplementation& oracle,
+                                             CheckpointImplementation& sut) {
   OwnProcessVerdict result;
   WorkerProcess check;
   check.start([&](FILE*, int to_parent) {
@@ -36,7 +38,7 @@ OwnProcessVerdict check_isolated(const Case& c, CheckpointImplementation& oracle
   if (line && *line == "pass") return result;
   if (line && line->rfind("error ", 0) == 0) throw std::runtime_error(line->substr(6));
   result.crash = "the check's process " + ended;
-  result.oracle_crashes = !oracle_crash(c, oracle).empty();
+  result.oracle_crashes = classify_crash(c, result.crash, oracle).pre_existing();
   result.alarm = !result.oracle_crashes;
   return result;
 }
@@ -62,6 +64,14 @@ std::string oracle_crash(const Case& c, CheckpointImplementation& oracle, const 
     if (WIFSIGNALED(itself.status())) return "the worker process checking it against itself " + itself_ended;
   }
   return "";
+}
+
+std::string Crash::signature() const { return crash_signature(how, pre_existing()); }
+
+Crash classify_crash(const Case& c, std::string how, CheckpointImplementation& oracle, const std::function<void()>& ready,
+                     RunOptions options, EagerRun eager_run, const ClaimChoice& claims) {
+  std::string oracle_end = oracle_crash(c, oracle, ready, options, eager_run, claims);
+  return Crash{std::move(how), std::move(oracle_end)};
 }
 
 }  // namespace recheck::runner

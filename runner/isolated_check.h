@@ -24,7 +24,9 @@ struct OwnProcessVerdict {
   std::string describe() const;  // "grads-bitwise regression", "runs-to-completion crash (...)"
 };
 
-OwnProcessVerdict check_isolated(const Case& c, CheckpointImplementation& oracle, CheckpointImplementation& sut);
+// The first alarm of checking `c`, in a process of its own, or how that process crashed.
+OwnProcessVerdict first_alarm_in_own_process(const Case& c, CheckpointImplementation& oracle,
+                                             CheckpointImplementation& sut);
 
 // Whether the released function (the oracle) crashes on a case a variant crashed on: run alone
 // in a process of its own (memory not measured), then, if that survives, checked against itself
@@ -36,5 +38,19 @@ OwnProcessVerdict check_isolated(const Case& c, CheckpointImplementation& oracle
 // preparation).
 std::string oracle_crash(const Case& c, CheckpointImplementation& oracle, const std::function<void()>& ready = {},
                          RunOptions options = {}, EagerRun eager_run = EagerRun::always, const ClaimChoice& claims = {});
+
+// A variant's crash on a case, classified: the released function's own (pre-existing: reported,
+// neither an alarm nor a kill) when the oracle crashes on the case too, the variant's otherwise.
+// Every command that meets a crash classifies it here.
+struct Crash {
+  std::string how;         // "the worker process was killed by signal 11 (Segmentation fault)"
+  std::string oracle_end;  // how the oracle's process ended on the case (oracle_crash); "" when it did not crash
+  bool pre_existing() const { return !oracle_end.empty(); }
+  std::string signature() const;  // its bucket (properties/causes.h, crash_signature)
+};
+// `how` the variant's process ended on `c`; the rest as for oracle_crash.
+Crash classify_crash(const Case& c, std::string how, CheckpointImplementation& oracle,
+                     const std::function<void()>& ready = {}, RunOptions options = {},
+                     EagerRun eager_run = EagerRun::always, const ClaimChoice& claims = {});
 
 }  // namespace recheck::runner

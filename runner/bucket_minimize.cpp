@@ -1,4 +1,4 @@
-#include "cli/bucket_minimize.h"
+#include "runner/bucket_minimize.h"
 
 #include <chrono>
 
@@ -8,7 +8,7 @@
 #include "runner/case_worker.h"
 #include "runner/interrupts.h"
 
-namespace recheck::cli {
+namespace recheck::runner {
 
 int minimize_buckets(Buckets& buckets, const BucketMinimizing& how) {
   using Clock = std::chrono::steady_clock;
@@ -85,4 +85,4 @@ int minimize_buckets(Buckets& buckets, const BucketMinimizing& how) {
   return minimized;
 }
 
-}  // namespace recheck::cli
+}  // namespace recheck::runner

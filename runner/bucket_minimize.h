@@ -11,7 +11,7 @@
 #include "core/case.h"
 #include "properties/properties.h"
 
-namespace recheck::cli {
+namespace recheck::runner {
 
 struct BucketMinimizing {
   std::function<Case(const Bucket&)> first_case;  // the case a bucket's first finding was found on
@@ -34,4 +34,4 @@ struct BucketMinimizing {
 // case as the one to replay. Returns how many it minimized. Stops at an interrupt.
 int minimize_buckets(Buckets& buckets, const BucketMinimizing& how);
 
-}  // namespace recheck::cli
+}  // namespace recheck::runner
