@@ -51,8 +51,7 @@ void register_checkpoint_factory(const std::string& prefix, CheckpointFactory fa
 
 bool needs_python_bridge(const std::string& name) {
   return name.rfind("python:", 0) == 0 || name.rfind("python-clearing:", 0) == 0 ||
-         name.rfind("python-change:", 0) == 0 || name == "megatron-py" ||
-         name == "megatron-py-clearing" || name == "torch-py";
+         name.rfind("python-change:", 0) == 0;
 }
 
 bool python_bridge_built() { return factories().count("python") != 0; }

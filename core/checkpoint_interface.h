@@ -149,7 +149,10 @@ class CheckpointImplementation {
 // make_checkpoint (suts/checkpoint.h) asks here before it looks among the C++ port's variants.
 using CheckpointFactory = std::function<std::unique_ptr<CheckpointImplementation>(const std::string& name)>;
 void register_checkpoint_factory(const std::string& prefix, CheckpointFactory factory);
-// Whether `name` is a Python variant, and whether this process has the bridge that runs them.
+// Whether `name` names Python code by its module (python:MODULE:ATTR, python-clearing:...,
+// python-change:...), and whether this process has the bridge that runs Python variants. The
+// short names of Python variants (megatron-py, a Python subject's) are registered by the bridge:
+// a build without it does not know them, and says so where it refuses one (make_checkpoint).
 bool needs_python_bridge(const std::string& name);
 bool python_bridge_built();
 // Short names for registered ones ("megatron-py" for "python:megatron...").

@@ -27,6 +27,19 @@ std::vector<EmbeddedModule>& module_registry() {
   return all;
 }
 
+// How `recheck variants` names a Python variant's kind before its description.
+std::string kind_word(VariantKind kind) {
+  switch (kind) {
+    case VariantKind::change: return "change";
+    case VariantKind::oracle: return "released";  // another released form of the function
+    case VariantKind::mutant: return "mutant";
+    case VariantKind::equivalent: return "equivalent";
+    case VariantKind::fix: return "fix";
+    case VariantKind::crash: return "crash";
+  }
+  return "";
+}
+
 }  // namespace
 
 const std::vector<Alias>& aliases() { return alias_registry(); }
@@ -53,22 +66,17 @@ void embed_module(EmbeddedModule module) {
   module_registry().push_back(std::move(module));
 }
 
-void register_python_subject(const EmbeddedModule& module, const std::vector<Alias>& variants, Subject subject,
+void register_python_subject(const EmbeddedModule& module, const std::vector<PythonVariant>& variants, Subject subject,
                              const std::string& mutants_made_from) {
   embed_module(module);
-  for (const Alias& variant : variants) {
-    add_alias(variant);
-    const auto starts = [&](const char* word) { return variant.description.rfind(word, 0) == 0; };
-    VariantKind kind = VariantKind::change;
-    // The oracle, and another released form of the function (its description says "released: "):
-    // compared, not held to the change's claims nor a control of the mutant gate.
-    if ((variant.name == subject.oracle && variant.name != subject.change) || starts("released: ")) kind = VariantKind::oracle;
-    else if (starts("mutant: ")) kind = VariantKind::mutant;
-    else if (starts("equivalent: ")) kind = VariantKind::equivalent;
+  for (const PythonVariant& variant : variants) {
+    const bool oracle = variant.name == subject.oracle;
+    const std::string description = oracle ? variant.description : kind_word(variant.kind) + ": " + variant.description;
+    add_alias({variant.name, variant.spec, description});
     const std::string attr = variant.spec.substr(variant.spec.rfind(':') + 1);
-    subject.implementations.push_back({variant.name, variant.description, kind,
-                                       kind == VariantKind::mutant ? mutants_made_from : "", "",
-                                       variant.name == subject.oracle ? "" : module.name + "." + attr});
+    subject.implementations.push_back({variant.name, description, variant.kind,
+                                       variant.kind == VariantKind::mutant ? mutants_made_from : "", "",
+                                       oracle ? "" : module.name + "." + attr});
   }
   subject.make = [](const std::string& name) { return make_checkpoint(name); };
   register_subject(std::move(subject));

@@ -526,7 +526,16 @@ Values MegatronCheckpoint::apply(const RunFunction& run_function, const CallSett
 
 std::unique_ptr<CheckpointImplementation> make_checkpoint(const std::string& variant_name) {
   if (auto registered = make_registered_checkpoint(variant_name)) return registered;
-  return std::make_unique<MegatronCheckpoint>(find_variant(resolve_checkpoint_alias(variant_name)));
+  try {
+    return std::make_unique<MegatronCheckpoint>(find_variant(resolve_checkpoint_alias(variant_name)));
+  } catch (const std::invalid_argument& error) {
+    if (python_bridge_built()) throw;
+    // The Python variants' short names are the bridge's to register.
+    throw std::invalid_argument(std::string(error.what()) +
+                                "; this recheck was built without the Python bridge, which Python variants "
+                                "(megatron-py, torch-py, the Python subjects') need: configure with "
+                                "-DRECHECK_PYTHON=ON against a Python torch (docs/python.md), or run ci/python");
+  }
 }
 
 }  // namespace recheck

@@ -1,7 +1,7 @@
 // Checkpoints without output and discard ops in the case model (core/case.h): JSON, show,
 // validation, the generator's draws for an implementation that runs them, and eager mode's run of
 // them. Megatron's CheckpointWithoutOutput itself runs in the python tier
-// (tests/megatron_without_output_test.cpp).
+// (python/megatron_without_output/megatron_without_output_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -79,8 +79,8 @@ RC_GTEST_PROP(Properties, no_extra_allocations, ()) { check_generated_case("no-e
 TEST(Properties, every_property_has_a_rapidcheck_test) {
   // Keeps the list above complete when a property is added: one for each property of the default
   // subject (the port's). memory-eager-floor and the discard properties, which only the Python
-  // subjects list, are tested there (tests/torch_non_reentrant_test.cpp,
-  // tests/megatron_without_output_test.cpp: the python tier).
+  // subjects list, are tested there (python/torch_non_reentrant/torch_non_reentrant_test.cpp,
+  // python/megatron_without_output/megatron_without_output_test.cpp: the python tier).
   EXPECT_EQ(properties().size(), 16u);
   EXPECT_EQ(default_subject().properties.size(), 13u);
   for (const char* python_only : {"memory-eager-floor", "discard-own-outputs", "discard-recomputed"}) {

@@ -18,22 +18,28 @@ namespace {
 constexpr const char* kModule = "recheck_megatron_without_output";
 
 // The released function first (the oracle), then the change and the mutants, each a function of
-// the module; the description's first word says which.
-const std::vector<Alias>& variants() {
-  static const std::vector<Alias> all = {
-      {"megatron-without-output", "python:recheck_megatron_without_output:released",
+// the module.
+const std::vector<PythonVariant>& variants() {
+  static const std::vector<PythonVariant> all = {
+      {"megatron-without-output",
+       VariantKind::oracle, "python:recheck_megatron_without_output:released",
        "Megatron's CheckpointWithoutOutput as released in megatron-core (fp8=None)"},
-      {"megatron-without-output-clearing", "python-change:recheck_megatron_without_output:clearing",
-       "change: the clearing change in CheckpointWithoutOutputFunction's backward (detached inputs' .grad reset)"},
-      {"megatron-without-output-managed", "python:recheck_megatron_without_output:managed",
-       "released: each discard made by the tree's manager, one hook recomputing its checkpoints in order (a "
-       "Megatron-LM tree with CheckpointWithoutOutputManager or MHCCheckpointManager)"},
-      {"megatron-without-output-rng-not-restored", "python:recheck_megatron_without_output:rng_not_restored",
-       "mutant: the recomputation runs from backward's RNG states, not forward's"},
-      {"megatron-without-output-not-copied-back", "python:recheck_megatron_without_output:not_copied_back",
-       "mutant: the recomputation gives the outputs their storage back without the recomputed bytes"},
-      {"megatron-without-output-inputs-offloaded", "python:recheck_megatron_without_output:inputs_offloaded",
-       "mutant: the discard frees the arguments' storage too, until the recomputation gives it back"},
+      {"megatron-without-output-clearing",
+       VariantKind::change, "python-change:recheck_megatron_without_output:clearing",
+       "the clearing change in CheckpointWithoutOutputFunction's backward (detached inputs' .grad reset)"},
+      {"megatron-without-output-managed",
+       VariantKind::oracle, "python:recheck_megatron_without_output:managed",
+       "each discard made by the tree's manager, one hook recomputing its checkpoints in order (a Megatron-LM "
+       "tree with CheckpointWithoutOutputManager or MHCCheckpointManager)"},
+      {"megatron-without-output-rng-not-restored",
+       VariantKind::mutant, "python:recheck_megatron_without_output:rng_not_restored",
+       "the recomputation runs from backward's RNG states, not forward's"},
+      {"megatron-without-output-not-copied-back",
+       VariantKind::mutant, "python:recheck_megatron_without_output:not_copied_back",
+       "the recomputation gives the outputs their storage back without the recomputed bytes"},
+      {"megatron-without-output-inputs-offloaded",
+       VariantKind::mutant, "python:recheck_megatron_without_output:inputs_offloaded",
+       "the discard frees the arguments' storage too, until the recomputation gives it back"},
   };
   return all;
 }

@@ -15,23 +15,30 @@ namespace {
 constexpr const char* kModule = "recheck_torch_non_reentrant";
 
 // Its variants: the released function first (its change and its oracle), then equivalent
-// rewrites and mutants, each a function of the module; the description's first word says which.
-const std::vector<Alias>& variants() {
-  static const std::vector<Alias> all = {
-      {"torch-nonreentrant", "python:recheck_torch_non_reentrant:released",
+// rewrites and mutants, each a function of the module.
+const std::vector<PythonVariant>& variants() {
+  static const std::vector<PythonVariant> all = {
+      {"torch-nonreentrant",
+       VariantKind::change, "python:recheck_torch_non_reentrant:released",
        "PyTorch's torch.utils.checkpoint with use_reentrant=False, as released, with the options each case draws"},
-      {"torch-nonreentrant-early-stop-by-context", "python:recheck_torch_non_reentrant:early_stop_through_context_manager",
-       "equivalent: early_stop set by the set_checkpoint_early_stop context manager instead of the keyword"},
-      {"torch-nonreentrant-policy-as-op-list", "python:recheck_torch_non_reentrant:policy_as_op_list",
-       "equivalent: the selective policy given as the list of ops to save instead of a policy function"},
-      {"torch-nonreentrant-rng-not-preserved", "python:recheck_torch_non_reentrant:rng_not_preserved",
-       "mutant: preserve_rng_state=False always, so the recomputation draws from backward's RNG states"},
-      {"torch-nonreentrant-inputs-detached", "python:recheck_torch_non_reentrant:inputs_detached",
-       "mutant: detaches the tensor arguments before checkpointing them (requires_grad kept)"},
-      {"torch-nonreentrant-recompute-no-grad", "python:recheck_torch_non_reentrant:recompute_without_grad",
-       "mutant: a context_fn whose recomputation context turns grad mode off"},
-      {"torch-nonreentrant-keeps-recomputed", "python:recheck_torch_non_reentrant:keeps_recomputed",
-       "mutant: keeps what the last recomputation returned alive, as a debugging aid"},
+      {"torch-nonreentrant-early-stop-by-context",
+       VariantKind::equivalent, "python:recheck_torch_non_reentrant:early_stop_through_context_manager",
+       "early_stop set by the set_checkpoint_early_stop context manager instead of the keyword"},
+      {"torch-nonreentrant-policy-as-op-list",
+       VariantKind::equivalent, "python:recheck_torch_non_reentrant:policy_as_op_list",
+       "the selective policy given as the list of ops to save instead of a policy function"},
+      {"torch-nonreentrant-rng-not-preserved",
+       VariantKind::mutant, "python:recheck_torch_non_reentrant:rng_not_preserved",
+       "preserve_rng_state=False always, so the recomputation draws from backward's RNG states"},
+      {"torch-nonreentrant-inputs-detached",
+       VariantKind::mutant, "python:recheck_torch_non_reentrant:inputs_detached",
+       "detaches the tensor arguments before checkpointing them (requires_grad kept)"},
+      {"torch-nonreentrant-recompute-no-grad",
+       VariantKind::mutant, "python:recheck_torch_non_reentrant:recompute_without_grad",
+       "a context_fn whose recomputation context turns grad mode off"},
+      {"torch-nonreentrant-keeps-recomputed",
+       VariantKind::mutant, "python:recheck_torch_non_reentrant:keeps_recomputed",
+       "keeps what the last recomputation returned alive, as a debugging aid"},
   };
   return all;
 }

@@ -192,21 +192,6 @@ TEST(MegatronWithoutOutput, a_stashed_recomputation_input_keeps_its_grad_unless_
   EXPECT_FALSE(result_of(result, "grad-released").oracle.holds);
 }
 
-// Generated cases can crash the process with the released function (a discarded output read
-// before its recomputation is freed memory), so the hunts run through `recheck mutants`, which
-// checks each case of this subject in a process of its own: every mutant killed, the change
-// raising no alarm, and a crash the released function makes alone too counting as neither.
-TEST(MegatronWithoutOutput, its_mutants_are_killed_and_the_change_raises_no_alarm) {
-  const auto run = test_shell::run_shell(std::string(test_paths::recheck_binary()) +
-                                         " mutants --subject megatron-checkpoint-without-output --seeds 1 --jobs 2 2>&1");
-  EXPECT_EQ(run.exit_code, 0) << run.output;
-  for (const SubjectImplementation* mutant : subject().of_kind(VariantKind::mutant)) {
-    EXPECT_NE(run.output.find(mutant->name), std::string::npos) << run.output;
-  }
-  EXPECT_EQ(run.output.find("survived"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("control: megatron-without-output-clearing raised 0 alarms"), std::string::npos) << run.output;
-}
-
 // A crash the released function makes on a case is reported and is not a failure of the run;
 // the run's table holds the subject's properties.
 TEST(MegatronWithoutOutput, recheck_run_holds_the_change_to_the_released_function_without_alarm) {
