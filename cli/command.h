@@ -97,7 +97,7 @@ class Args {
 
 // A command: its name, the line `recheck --help` gives it, its help page, and its options,
 // declared once here: the parser accepts these and no others (and --help, which prints `help`),
-// and a test holds the help page to describing each of them (tests/cli_test.cpp).
+// and a test holds the help page to describing each of them (tests/cli/cli_test.cpp).
 struct Command {
   const char* name;
   const char* summary;

@@ -52,7 +52,7 @@ Case decode_case(const uint8_t* data, std::size_t size, const GenOptions& option
 
 // The corners of checkpointing a case reaches, as short stable labels ("arg: view",
 // "raise in recomputation", "max checkpoint depth 4", ...), each once: what the generator's
-// distribution is measured in (tests/generator_test.cpp, docs/case-format.md).
+// distribution is measured in (tests/properties/generator_test.cpp, docs/case-format.md).
 std::vector<std::string> case_features(const Case& c);
 
 // The synthetic analogue of the PR's measurement (`recheck memory`): `layers` checkpointed

@@ -79,7 +79,7 @@ struct Runs {
 // iterations ran and which of them raised (every one reads those). agree_for_eager compares
 // exactly the union over the properties that apply: a property that reads something new of a
 // run says so in its declaration, or the shortcut would let two runs it tells apart through as
-// alike (tests/properties_test.cpp holds every property to its declaration).
+// alike (tests/properties/properties_test.cpp holds every property to its declaration).
 enum EagerRead : unsigned {
   kReadsOutputs = 1u << 0,        // each iteration's outputs
   kReadsLoss = 1u << 1,           // and its loss
@@ -144,7 +144,7 @@ struct Property {
   // Where a failure is located (cause signatures).
   Located located = Located::by_evidence_alone;
   // export-python writes a script that asserts it with torch alone; its twin there is
-  // CHECKS[name] in properties/export_runtime.py (tests/export_agreement_test.cpp holds the two
+  // CHECKS[name] in properties/export_runtime.py (tests/python/export_agreement_test.cpp holds the two
   // to the same verdicts). The memory properties are not: they need recheck's counting allocator.
   bool exported = false;
   // Its own classification rules, tried in order on an alarm (regression or divergent):

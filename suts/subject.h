@@ -19,7 +19,7 @@ namespace recheck {
 enum class VariantKind {
   change,      // the change under review: held to its claims
   oracle,      // the released function: what the change is compared with
-  mutant,      // a plausible mistake: the suite must kill it (tests/mutants_test.cpp)
+  mutant,      // a plausible mistake: the suite must kill it (tests/suts/mutants_test.cpp)
   equivalent,  // a correct rewrite of the change: any alarm on it is a false alarm
   fix,         // the change plus a fix of the released function: `fixed`, never an alarm
   crash,       // crashes on purpose, to test isolation

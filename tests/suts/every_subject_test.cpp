@@ -36,7 +36,7 @@ struct Tested {
 };
 
 // The subjects this program tests, and of each every implementation but its oracle (crash
-// variants crash on purpose: tests/cli_isolation_test.cpp).
+// variants crash on purpose: tests/cli/cli_isolation_test.cpp).
 std::vector<Tested> implementations() {
   size_t first = 0;
 #ifdef RECHECK_TEST_BRIDGE_SUBJECTS

@@ -2,7 +2,7 @@
 // property by property, a fix is the change or `fixed`, a mutant reverted is judged by eager mode,
 // and each variant is what it was made from with one decision taken another way. That every
 // mutant of every subject is killed and every correct implementation raises no alarm is
-// tests/every_subject_test.cpp's.
+// tests/suts/every_subject_test.cpp's.
 #include <gtest/gtest.h>
 
 #include <algorithm>

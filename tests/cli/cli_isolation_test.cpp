@@ -1,6 +1,6 @@
 // The command line's worker processes as a user meets them: Ctrl-C and SIGTERM inside a case,
 // a worker the out-of-memory killer ends, a variant that aborts or crashes, a device a worker
-// cannot use. (runner/'s own tests, without the binary: tests/runner_test.cpp.)
+// cannot use. (runner/'s own tests, without the binary: tests/runner/runner_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
