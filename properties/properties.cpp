@@ -6,6 +6,7 @@
 #include <iterator>
 #include <map>
 #include <stdexcept>
+#include <utility>
 
 #include "properties/body_state.h"
 #include "properties/classification_rules.h"
@@ -48,7 +49,11 @@ const std::vector<Property>& properties() {
   static const std::vector<Property> all = [] {
     std::vector<Property> list;
     auto declare = [&](const char* name, const char* description, Verdict (*check)(const Observations&, const Runs&)) -> Property& {
-      list.push_back(Property{name, description, check});
+      Property property;
+      property.name = name;
+      property.description = description;
+      property.check = check;
+      list.push_back(std::move(property));
       return list.back();
     };
     {

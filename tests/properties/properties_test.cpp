@@ -294,7 +294,9 @@ TEST(Properties, every_subject_holds_or_leaves_out_every_property_and_a_forgotte
   // (EagerRead), one located at a value or an error is one whose check compares those.
   for (const Property& p : properties()) {
     EXPECT_TRUE(p.description != nullptr && *p.description != '\0') << p.name;
-    if (p.claim_of_change) EXPECT_FALSE(p.reads_eager()) << p.name << ": a claim is judged on the sut alone";
+    if (p.claim_of_change) {
+      EXPECT_FALSE(p.reads_eager()) << p.name << ": a claim is judged on the sut alone";
+    }
     for (const Rule rule : p.by_eager) EXPECT_NE(rule, nullptr) << p.name;
   }
 }
