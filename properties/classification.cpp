@@ -157,12 +157,12 @@ std::string fixed_against_eager(const std::vector<PropertyResult>& results) {
 //    error left, say) and, where the sut fails, raised the same error at the same point:
 //    `pre-existing` (the sut fixed the first failure and shares the second; a run going on after
 //    an error whose state both leave unlike eager mode's raises again where eager mode cannot).
-//  - recompute-fidelity: the sut fails it where the oracle holds it, in or after the first
-//    iteration whose RNG states the oracle leaves unlike eager mode's and the sut like them
-//    (rng-restored fixed, or only the oracle's error leaving them unrestored): the oracle's
-//    recomputations re-drew from a state eager mode says is wrong, and matched its forward's
-//    wrong draws; that is no reference for the sut's, `pre-existing` (a fix of Megatron's
-//    tracker exposing a bug both revisions have: known cause tracker-name-not-restored).
+//  - not a rule: recompute-fidelity failed by the sut where the oracle holds it stays a
+//    regression even where the oracle's RNG states are not eager mode's and the sut's are. A
+//    recomputation that parts from its own run's forward is that run's bug, whatever the other
+//    run drew: Megatron's tracker fix 965cfd316c made forward draw as eager mode does and left
+//    the recomputation on the stale state (known cause tracker-name-not-restored, which its
+//    parent has not), and its checkpointed gradients differ from its own eager ones.
 //  - a property that compares the sut with the oracle (grads-bitwise, stash-kept, stash-grads),
 //    failed in the state an error left, in an iteration where both runs raised and eager mode did
 //    not: `pre-existing` (both revisions are off eager mode's path there, by a failure they
@@ -210,16 +210,7 @@ bool where_the_oracle_fails_too(PropertyResult& r, const RuleContext& context) {
 
 void judge_by_eager_where_the_oracle_is_wrong(std::vector<PropertyResult>& results, const Observations& oracle,
                                               const Observations& sut, const Runs& runs) {
-  RuleContext context{oracle, sut, runs, results};
-  for (const PropertyResult& r : results) {
-    const bool rng_fixed =
-        (r.property == std::string("rng-restored") && r.classification == Classification::fixed) ||
-        (r.property == std::string("errors-match") && r.oracle.describe().find(kRngNotRestored) != std::string::npos &&
-         r.sut.describe().find(kRngNotRestored) == std::string::npos);
-    if (rng_fixed && r.oracle.iteration >= 0 && (context.rng_fixed_from < 0 || r.oracle.iteration < context.rng_fixed_from)) {
-      context.rng_fixed_from = r.oracle.iteration;
-    }
-  }
+  const RuleContext context{oracle, sut, runs, results};
   for (PropertyResult& r : results) {
     if (r.classification != Classification::divergent && r.classification != Classification::regression) continue;
     if (in_a_state_no_one_judges(r, context)) continue;

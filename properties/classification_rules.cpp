@@ -78,18 +78,6 @@ bool errors_both_runs_raise(PropertyResult& r, const RuleContext& context) {
   return true;
 }
 
-bool recomputed_after_the_oracle_s_rng_went_wrong(PropertyResult& r, const RuleContext& context) {
-  if (!(r.oracle.holds && !r.sut.holds && r.sut.iteration >= 0 && context.rng_fixed_from >= 0 &&
-        r.sut.iteration >= context.rng_fixed_from)) {
-    return false;
-  }
-  r.classification = Classification::pre_existing;
-  explain(r.sut, "the oracle's RNG states are not eager mode's from iteration " + std::to_string(context.rng_fixed_from) +
-                     " on and this run's are (rng-restored fixed): the oracle's recomputations draw from another state, "
-                     "no reference for what this run's draw");
-  return true;
-}
-
 bool recomputation_the_oracle_fails_too(PropertyResult& r, const RuleContext& context) {
   if (!(!r.oracle.holds && !r.sut.holds && r.sut.segment_record > r.oracle.segment_record &&
         r.oracle.segment_record >= 0)) {

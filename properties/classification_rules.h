@@ -18,9 +18,6 @@ struct RuleContext {
   const Observations& sut;
   const Runs& runs;  // runs.eager is eager mode's run only for by_eager rules
   const std::vector<PropertyResult>& results;
-  // The first iteration after which the oracle's RNG states are not eager mode's where the
-  // sut's are (rng-restored fixed, or errors-match fixed on the states an error left); -1 if none.
-  int rng_fixed_from = -1;
   // The result of the property named, or null where the case has none.
   const PropertyResult* result_of(const char* property) const;
 };
@@ -41,9 +38,6 @@ bool flag_readings_the_oracle_shares(PropertyResult& r, const RuleContext& conte
 // (pre-existing); the two errors raised at different points (unreached past the oracle's,
 // pre-existing at it).
 bool errors_both_runs_raise(PropertyResult& r, const RuleContext& context);
-// recompute-fidelity: the sut fails it where the oracle holds, once the oracle's RNG states are
-// not eager mode's and the sut's are (pre-existing).
-bool recomputed_after_the_oracle_s_rng_went_wrong(PropertyResult& r, const RuleContext& context);
 // recompute-fidelity, both failing, the sut at a later call: the oracle fails that call too
 // (pre-existing).
 bool recomputation_the_oracle_fails_too(PropertyResult& r, const RuleContext& context);

@@ -77,7 +77,7 @@ const std::vector<Property>& properties() {
                             recompute_fidelity);
       p.located = Located::at_recomputation;
       p.exported = true;
-      p.by_eager = {rules::recomputed_after_the_oracle_s_rng_went_wrong, rules::recomputation_the_oracle_fails_too};
+      p.by_eager = {rules::recomputation_the_oracle_fails_too};
     }
     {
       Property& p = declare("grads-match-eager", "gradients match eager mode within the documented ulp bound",

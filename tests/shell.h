@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -24,6 +25,13 @@ inline Result run_shell(const std::string& command_line) {
   while ((n = fread(buffer.data(), 1, buffer.size(), pipe.get())) > 0) output.append(buffer.data(), n);
   const int status = pclose(pipe.release());
   return {WEXITSTATUS(status), output};
+}
+
+// `dir`, emptied or made: a test's own folder, whatever an earlier run left there.
+inline std::string fresh_folder(const std::string& dir) {
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
 }
 
 }  // namespace recheck::test_shell

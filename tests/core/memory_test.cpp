@@ -11,6 +11,7 @@
 #include "properties/report.h"
 #include "core/rng.h"
 #include "tests/paths.h"
+#include "tests/memory_cases.h"
 #include "tests/shell.h"
 
 namespace recheck {
@@ -151,15 +152,6 @@ TEST(CpuProbe, a_timeline_past_its_limit_says_it_was_cut) {
   EXPECT_TRUE(timeline.truncated);
 }
 
-ResidualStreamOptions small_model() {
-  ResidualStreamOptions model;
-  model.layers = 3;
-  model.streams = 2;
-  model.seq = 16;
-  model.hidden = 8;
-  return model;
-}
-
 TEST(MemoryFloor, clearing_frees_exactly_the_grad_bytes_of_the_stashed_stream_inputs) {
   const ResidualStreamOptions model = small_model();
   const Case c = residual_stream_case(model);
@@ -233,14 +225,6 @@ TEST(MemoryFloor, an_input_kept_through_a_stashed_tensor_s_graph_is_named_by_tha
     EXPECT_EQ(a.held_by, "its AccumulateGrad, in the graph of the tensor the stash root.ops[0].body.ops[1] keeps")
         << a.where;
   }
-}
-
-Classification classification_of(const CaseResult& result, const std::string& property) {
-  for (const PropertyResult& r : result.results) {
-    if (r.property == property) return r.classification;
-  }
-  ADD_FAILURE() << "no property " << property;
-  return Classification::pass;
 }
 
 // `recheck memory` builds the model it is asked for: ci/gpu's [8192, 4096] streams (2^25
@@ -478,41 +462,6 @@ TEST(GradientAdoption, nonclearing_cannot_adopt_while_the_detached_input_holds_t
   // Whether clearing lets the engine adopt it depends on the libtorch; recorded, and printed
   // by `recheck memory`.
   RecordProperty("clearing_adopts", leaf_adopts_returned_gradient("clearing") ? "yes" : "no");
-}
-
-TEST(Gpu, memory_floor_on_cuda_is_within_the_allocator_rounding) {
-  if (!compat::cuda_available()) GTEST_SKIP() << "no CUDA device in this build or on this machine";
-  ResidualStreamOptions model = small_model();
-  model.device = "cuda";
-  const Case c = residual_stream_case(model);
-  auto oracle = make_checkpoint("nonclearing");
-  auto clearing = make_checkpoint("clearing");
-  const CaseResult result = check_case(c, *oracle, *clearing);
-  for (const PropertyResult& r : result.results) {
-    EXPECT_FALSE(is_alarm(r.classification)) << r.property << ": " << r.sut.describe();
-  }
-  EXPECT_EQ(classification_of(result, "memory-floor"), Classification::pass);
-}
-
-TEST(Gpu, generated_cases_raise_no_alarm_on_cuda) {
-  if (!compat::cuda_available()) GTEST_SKIP() << "no CUDA device in this build or on this machine";
-  GenOptions options;
-  options.device = "cuda";
-  auto oracle = make_checkpoint("nonclearing");
-  auto clearing = make_checkpoint("clearing");
-  const Hunt h = hunt(*oracle, *clearing, options, 1, 100);
-  EXPECT_FALSE(h.killed) << h.property << " " << to_string(h.classification) << " on draw seed " << h.draw_seed;
-}
-
-// Workers sharing one GPU (run --jobs 2 --device cuda): each held to its share of the device's
-// memory, and the run as clean as with one worker.
-TEST(Gpu, jobs_share_one_gpu) {
-  if (!compat::cuda_available()) GTEST_SKIP() << "no CUDA device in this build or on this machine";
-  const test_shell::Result run = test_shell::run_shell(std::string(test_paths::recheck_binary()) +
-                                                       " run --device cuda --jobs 2 --cases 40 --seed 3 --quiet --out " +
-                                                       ::testing::TempDir() + "/gpu-jobs 2>&1");
-  EXPECT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("2 jobs, each worker held to 1/2 of the GPU's memory"), std::string::npos) << run.output;
 }
 
 }  // namespace
