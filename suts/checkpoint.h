@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/checkpoint_interface.h"
@@ -85,17 +86,12 @@ struct CheckpointDecisions {
   enum class Crash { none, abort, segfault } crash = Crash::none;
 };
 
-struct Variant {
-  std::string name;
-  std::string description;
-  VariantKind kind;
+// One implementation of the port's subject: what the subject lists of it (its name, kind, what a
+// mutant was made from: suts/subject.h) and the decisions that make it.
+struct Variant : SubjectImplementation {
+  Variant(SubjectImplementation implementation, CheckpointDecisions decisions_)
+      : SubjectImplementation(std::move(implementation)), decisions(std::move(decisions_)) {}
   CheckpointDecisions decisions;
-  // For a mutant: the correct variant its mistake was made in (the change, or a fix), which is
-  // what a pull request fixing it would be. Empty for the others.
-  std::string made_from = {};
-  // A mutant that only cases this build cannot run on CPU tell from the oracle: why (empty for
-  // the rest). On CPU, `recheck mutants` and the mutant tests skip it, saying so.
-  std::string cannot_be_killed_on_cpu = {};
 };
 
 // Every named variant, the correct ones first.

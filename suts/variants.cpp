@@ -45,15 +45,15 @@ void flag_as_found(D& d) {
 Variant mutant(const char* name, const char* description, Decision mistake, const char* made_from = "clearing",
                Decision fixed = nullptr) {
   D decisions = fixed ? change_with({fixed, mistake}) : change_with({mistake});
-  return Variant{name, std::string("mutant: ") + description, VariantKind::mutant, decisions, made_from};
+  return Variant({name, std::string("mutant: ") + description, VariantKind::mutant, made_from}, decisions);
 }
 Variant equivalent(const char* name, const char* description, Decision rewrite) {
-  return Variant{name, std::string("equivalent: ") + description, VariantKind::equivalent, change_with({rewrite})};
+  return Variant({name, std::string("equivalent: ") + description, VariantKind::equivalent}, change_with({rewrite}));
 }
 // The change plus a fix of something the released function gets wrong: where the oracle fails a
 // property the fix is about, the verdict is `fixed`.
 Variant fix(const char* name, const char* description, Decision fixed) {
-  return Variant{name, std::string("fix: ") + description, VariantKind::fix, change_with({fixed})};
+  return Variant({name, std::string("fix: ") + description, VariantKind::fix}, change_with({fixed}));
 }
 
 }  // namespace
@@ -76,9 +76,9 @@ const std::vector<Variant>& variants() {
   }();
   using Clearing = D::Clearing;
   static const std::vector<Variant> all = {
-      {"clearing", "the change under test: resets .grad of detached inputs after collecting it", VariantKind::change,
+      {{"clearing", "the change under test: resets .grad of detached inputs after collecting it", VariantKind::change},
        the_change()},
-      {"nonclearing", "Megatron before the change: the oracle", VariantKind::oracle, D{}},
+      {{"nonclearing", "Megatron before the change: the oracle", VariantKind::oracle}, D{}},
       mutant("clear-before-collect", "resets .grad before collecting it",
              [](D& d) { d.clearing->when = Clearing::When::before_collecting; }),
       mutant("zero-grad-in-place", "zeroes .grad in place instead of resetting it",
@@ -148,13 +148,15 @@ const std::vector<Variant>& variants() {
       fix("autocast-restored",
           "records the autocast state (CPU and CUDA) in forward and recomputes under it, as torch.utils.checkpoint does",
           autocast_recorded),
-      {"aborts", "test variant: aborts inside backward, to show that recheck run isolates a crashing case",
-       VariantKind::crash, change_with({[](D& d) { d.crash = D::Crash::abort; }})},
-      {"segfaults", "test variant: writes through a null pointer inside backward (a segmentation fault)",
-       VariantKind::crash, change_with({[](D& d) { d.crash = D::Crash::segfault; }})},
+      {{"aborts", "test variant: aborts inside backward, to show that recheck run isolates a crashing case",
+        VariantKind::crash},
+       change_with({[](D& d) { d.crash = D::Crash::abort; }})},
+      {{"segfaults", "test variant: writes through a null pointer inside backward (a segmentation fault)",
+        VariantKind::crash},
+       change_with({[](D& d) { d.crash = D::Crash::segfault; }})},
       // The oracle under another name: only the change's own claims, grad-released and
       // memory-floor, can tell it from clearing.
-      {"no-clear", "mutant: the change left out", VariantKind::mutant, D{}, "clearing"},
+      {{"no-clear", "mutant: the change left out", VariantKind::mutant, "clearing"}, D{}},
   };
   return all;
 }
@@ -180,8 +182,9 @@ Subject megatron_checkpoint_function() {
     for (const std::string& decision : decisions_taken_otherwise(variant.decisions, from.decisions)) {
       differs_by += (differs_by.empty() ? "" : ", ") + decision;
     }
-    subject.implementations.push_back({variant.name, variant.description, variant.kind, variant.made_from,
-                                       variant.cannot_be_killed_on_cpu, differs_by});
+    SubjectImplementation listed = variant;
+    listed.differs_by = differs_by;
+    subject.implementations.push_back(listed);
   }
   subject.make = [](const std::string& name) -> std::unique_ptr<CheckpointImplementation> {
     return std::make_unique<MegatronCheckpoint>(find_variant(name));

@@ -235,5 +235,52 @@ TEST(GatePrExits, a_refusal_is_one_line_with_exit_2) {
   EXPECT_NE(run.output.find("--minimize-seconds: expected a whole number"), std::string::npos) << run.output;
 }
 
+// tools/gate-real-history on a history of two commits (a clone made here), the gate's stages stood
+// in for: a commit listed as having brought a bug is CAUGHT when the gate fails it with alarms of
+// the properties the bug fails only (a crash the base has alone too is no alarm), MISSED when the
+// gate passes it, and a FALSE ALARM when another property raised one; a correct commit the gate
+// fails is a false alarm. Only false alarms (and errors) fail the tool.
+TEST(GateRealHistory, a_commit_that_brought_a_bug_is_caught_missed_or_a_false_alarm_by_what_raised) {
+  const std::string dir = work_dir() + "/real-history";
+  const std::string file = dir + "/clone/megatron/core/tensor_parallel/random.py";
+  const std::string git = "git -C " + dir + "/clone -c user.name=t -c user.email=t@t ";
+  ASSERT_EQ(system(("mkdir -p " + dir + "/clone/megatron/core/tensor_parallel && " + git + "init -q && printf "
+                    "'class CheckpointFunction:\\n    pass\\n' > " + file + " && " + git + "add -A && " + git +
+                    "commit -qm base && printf 'class CheckpointFunction:\\n    x = 1\\n' > " + file + " && " + git +
+                    "commit -qam head").c_str()),
+            0);
+  const std::string head = test_shell::run_shell(git + "rev-parse --short=10 HEAD").output.substr(0, 10);
+  const auto history = [&](const std::string& kind, const std::string& brings, const std::string& budget) {
+    std::ofstream(dir + "/commits.json")
+        << "{\"commits\": [{\"commit\": \"" << head << "\", \"kind\": \"" << kind << "\", \"touches\": \"t\", "
+        << "\"title\": \"t\"" << (kind == "brings-a-bug" ? ", \"brings\": [\"" + brings + "\"], \"shown_by\": \"a script\"" : "")
+        << "}]}\n";
+    return test_shell::run_shell("cd " + dir + " && FAKE_RAN=2 FAKE_BUDGET=" + budget + " " + test_paths::source_dir() +
+                                 "/tools/gate-real-history --mirror clone --commits commits.json --recheck " +
+                                 test_paths::source_dir() + "/tests/data/fake-recheck");
+  };
+  const auto caught = history("brings-a-bug", "grads-match-eager", "alarm");
+  EXPECT_EQ(caught.exit_code, 0) << caught.output;
+  EXPECT_NE(caught.output.find("  CAUGHT\n"), std::string::npos) << caught.output;
+  EXPECT_NE(caught.output.find("1 bugs brought caught, 0 missed, 0 false alarms"), std::string::npos) << caught.output;
+  const auto missed = history("brings-a-bug", "grads-match-eager", "pass");
+  EXPECT_EQ(missed.exit_code, 0) << missed.output;
+  EXPECT_NE(missed.output.find("  MISSED\n            no case reached the bug it brought (grads-match-eager: a script)"),
+            std::string::npos)
+      << missed.output;
+  const auto other = history("brings-a-bug", "recompute-fidelity", "alarm");
+  EXPECT_EQ(other.exit_code, 1) << other.output;
+  EXPECT_NE(other.output.find("  FALSE ALARM\n"), std::string::npos) << other.output;
+  EXPECT_NE(other.output.find("grads-match-eager regression: 1"), std::string::npos) << other.output;
+  EXPECT_EQ(other.output.find("runs-to-completion"), std::string::npos) << other.output;
+  const auto correct = history("fix", "", "alarm");
+  EXPECT_EQ(correct.exit_code, 1) << correct.output;
+  EXPECT_NE(correct.output.find("1 false alarms (" + head + ")"), std::string::npos) << correct.output;
+  const auto listed = history("brings-a-bug", "", "pass");
+  EXPECT_EQ(listed.exit_code, 2) << listed.output;
+  EXPECT_NE(listed.output.find("commits[0].brings: expected a non-empty list of property names"), std::string::npos)
+      << listed.output;
+}
+
 }  // namespace
 }  // namespace recheck
