@@ -2,7 +2,6 @@
 // 3,000 generated cases), read by tools/explain-buckets and by recheck's own reports.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -29,9 +28,7 @@ json read_json(const std::string& path) {
 // cause for every bucket the released function shows on a fixed seed, and for no mutant's alarm.
 // A new cause, or a signature whose wording changed, fails it: explain it in docs/known-causes.md.
 TEST(KnownCauses, name_every_pre_existing_bucket_of_the_released_function_and_no_alarm) {
-  const std::string dir = ::testing::TempDir() + "/known-causes";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const std::string dir = test_shell::fresh_folder(::testing::TempDir() + "/known-causes");
   const std::string explain = "python3 " + std::string(test_paths::source_dir()) + "/tools/explain-buckets ";
   const Result released = run("run --seed 20261204 --cases 3000 --jobs 2 --quiet --minimize-seconds 0 --out " + dir +
                               "/a --json " + dir + "/a.json");
