@@ -11,7 +11,7 @@
 
 #include "core/interpreter.h"
 #include "properties/generator.h"
-#include "suts/checkpoint.h"
+#include "suts/subject.h"
 #include "core/tensor_parallel.h"
 
 namespace recheck::cli {

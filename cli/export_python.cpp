@@ -20,8 +20,10 @@ AssertionError with the evidence means the property fails. It needs torch, and m
 Megatron's function or a case that forks its RNG tracker.
 
 options:
-  --checkpoint C    megatron, megatron-clearing (recheck's wrapper of the PR's change), torch
-                    (reentrant) or torch-non-reentrant (with the options each checkpoint passes)
+  --checkpoint C    how the script calls the function: a name a subject's export.py declares,
+                    such as megatron, megatron-clearing (recheck's wrapper of the PR's change),
+                    torch (reentrant) or torch-non-reentrant (with the options each checkpoint
+                    passes); another is refused with the list
                     (default: as the subject that declares the case's first failing
                     expectation's variant calls it, else megatron)
   --oracle C        what grads-bitwise, stash-kept and stash-grads compare the checkpoint with,

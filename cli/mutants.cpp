@@ -14,7 +14,7 @@
 #include "properties/generator.h"
 #include "runner/interrupts.h"
 #include "runner/mutant_hunts.h"
-#include "suts/checkpoint.h"
+#include "suts/subject.h"
 
 namespace recheck::cli {
 

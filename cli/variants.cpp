@@ -6,7 +6,7 @@
 
 #include "cli/command.h"
 #include "properties/properties.h"
-#include "suts/checkpoint.h"
+#include "suts/subject.h"
 #ifdef RECHECK_WITH_PYTHON
 #include "python/bridge.h"
 #endif

@@ -3,13 +3,14 @@
 # the build before anything compiles (`cmake -P cmake/check_layers.cmake` in the source folder),
 # so that an include reaching up fails the build, naming the file, the line and the rule.
 #   core        the case model, the interpreter, memory, RNG, the checkpoint interface
-#   suts        the C++ port of the function under test and its variants
+#   suts        the subjects: their registry, and the C++ port of Megatron's function (a folder)
 #   oracles     eager execution and the comparison of results
 #   properties  the properties, the generator, the reducer, the report, export to Python
 #   runner      checking cases in worker processes
 #   python      the bridge to Python checkpoint code (on properties, beside runner)
 #   fuzz        the libFuzzer targets (on properties, beside runner)
 #   cli         the command line, on everything
+# A test (NAME_test.cpp) is above them all wherever it lives: a subject's folder holds its own.
 set(allowed_core core)
 set(allowed_suts core suts)
 set(allowed_oracles core suts oracles)
@@ -27,6 +28,7 @@ set(violations "")
 foreach(layer IN LISTS layers)
   file(GLOB_RECURSE files RELATIVE ${RECHECK_SOURCE_DIR}
        ${RECHECK_SOURCE_DIR}/${layer}/*.h ${RECHECK_SOURCE_DIR}/${layer}/*.cpp)
+  list(FILTER files EXCLUDE REGEX "_test\\.cpp$")
   foreach(file IN LISTS files)
     file(STRINGS ${RECHECK_SOURCE_DIR}/${file} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
     foreach(line IN LISTS includes)

@@ -146,7 +146,7 @@ class CheckpointImplementation {
 
 // The variant registry. Variants from elsewhere: a name "PREFIX:..." goes to the factory
 // registered for PREFIX (the Python bridge registers "python" and "python-clearing");
-// make_checkpoint (suts/checkpoint.h) asks here before it looks among the C++ port's variants.
+// make_checkpoint (suts/subject.h) asks here before it looks among the C++ port's variants.
 using CheckpointFactory = std::function<std::unique_ptr<CheckpointImplementation>(const std::string& name)>;
 void register_checkpoint_factory(const std::string& prefix, CheckpointFactory factory);
 // Whether `name` names Python code by its module (python:MODULE:ATTR, python-clearing:...,

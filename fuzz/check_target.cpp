@@ -23,7 +23,7 @@
 #include "fuzz/target_options.h"
 #include "properties/generator.h"
 #include "properties/report.h"
-#include "suts/checkpoint.h"
+#include "suts/subject.h"
 
 namespace {
 

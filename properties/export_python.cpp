@@ -11,15 +11,30 @@
 #include "core/interpreter.h"
 #include "oracles/compare.h"
 #include "embedded/export_megatron_py.h"
+#include "embedded/exported_checkpoints.h"
 #include "embedded/export_runtime_py.h"
 #include "embedded/pr_wrapper_py.h"
 #include "properties/properties.h"
 #include "oracles/eager.h"
-#include "suts/checkpoint.h"
+#include "suts/subject.h"
 
 namespace recheck {
 
 namespace {
+
+bool one_of(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// "a, b, c or d" (joint ", ", last " or "), "a|b|c|d" (both "|").
+std::string listed_with(const std::vector<std::string>& names, const std::string& joint, const std::string& last_joint) {
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) text += i + 1 == names.size() ? last_joint : joint;
+    text += names[i];
+  }
+  return text;
+}
 
 // The properties a script can assert (Property::exported), in the properties' order.
 std::vector<const char*> exported_properties() {
@@ -271,15 +286,17 @@ bool exportable(const std::string& property) {
 
 std::string export_python(const Case& c, const ExportOptions& options) {
   const bool has_without_output = any_op(c.root, without_output);
+  // What --checkpoint and --oracle take: the names the subjects' export.py files declare.
+  const std::vector<std::string>& checkpoints = embedded::kExportedCheckpoints;
+  const std::vector<std::string>& without_output_ones = embedded::kExportedWithoutOutput;
   for (const auto& [option, name] : {std::pair{"--checkpoint", &options.checkpoint}, std::pair{"--oracle", &options.oracle}}) {
-    if (*name != "megatron" && *name != "megatron-clearing" && *name != "torch" && *name != "torch-non-reentrant") {
-      throw std::invalid_argument(std::string(option) + ": expected megatron, megatron-clearing, torch or torch-non-reentrant, got '" +
-                                  *name + "'");
+    if (!one_of(checkpoints, *name)) {
+      throw std::invalid_argument(std::string(option) + ": expected " + listed_with(checkpoints, ", ", " or ") + ", got '" + *name + "'");
     }
-    if (has_without_output && name->rfind("torch", 0) == 0) {
+    if (has_without_output && !one_of(without_output_ones, *name)) {
       throw std::invalid_argument(std::string(option) + " " + *name +
-                                  ": the case holds checkpoints without output (Megatron's CheckpointWithoutOutput), which "
-                                  "torch has not: use megatron or megatron-clearing");
+                                  ": the case holds checkpoints without output (Megatron's CheckpointWithoutOutput), which " +
+                                  *name + " has not: use " + listed_with(without_output_ones, ", ", " or "));
     }
   }
   std::string names;
@@ -312,7 +329,7 @@ std::string export_python(const Case& c, const ExportOptions& options) {
   if (!c.note.empty()) out << py_docstring_text(c.note) << "\n\n";
   out << "It rebuilds the case with torch ops, runs it eagerly and through a checkpoint function, and\n"
          "asserts a property: an AssertionError with the evidence means the property fails.\n\n"
-         "    python3 THIS_SCRIPT [--checkpoint megatron|megatron-clearing|torch|torch-non-reentrant]\n"
+         "    python3 THIS_SCRIPT [--checkpoint " << listed_with(checkpoints, "|", "|") << "]\n"
          "                        [--oracle the same choices] [--property NAME]\n\n"
          "megatron needs megatron-core; on CPU, Megatron's CUDA RNG calls go to a stand-in generator.\n"
          "Checkpoints without output are megatron-core's CheckpointWithoutOutput(fp8=None).\n\n"
@@ -347,7 +364,8 @@ std::string export_python(const Case& c, const ExportOptions& options) {
   out << "]\n";
   // recheck weighs each output by its shape: eager mode's, and, where a checkpoint distributes its
   // saved activations, the shapes Megatron's function leaves (its first argument flattened after
-  // forward, and an output that is that argument with it), as recheck's port of it gives them.
+  // forward, and an output that is that argument with it), as recheck's port of it gives them:
+  // whatever --checkpoint the script is written for, since it takes another when run.
   std::map<size_t, std::vector<at::Tensor>> weights;
   auto weigh = [&](const Observations& run) {
     for (const IterationRecord& iteration : run.iterations) {
@@ -362,8 +380,8 @@ std::string export_python(const Case& c, const ExportOptions& options) {
     }
   };
   weigh(eager_run);
-  if (distributes && options.checkpoint.rfind("megatron", 0) == 0) {
-    auto port = make_checkpoint("nonclearing");
+  if (distributes) {
+    auto port = make_checkpoint(default_subject().oracle);
     weigh(run_case(c, *port, run_options));
   }
   out << "LOSS_WEIGHTS = {  # output: [(shape, values), ...], recheck's weights for each shape it takes\n";
@@ -374,10 +392,13 @@ std::string export_python(const Case& c, const ExportOptions& options) {
   }
   out << "}\n";
   // What every exported script runs (properties/export_runtime.py: the RNG set-up, the runner
-  // and the property checks; properties/export_megatron.py: megatron-core, imported where the
-  // case needs it) and the PR's change as a wrapper (python/pr_wrapper.py, which the
-  // bridge's python-clearing variants run too); the case itself comes after them.
-  out << "\n" << embedded::kExportRuntimePy << "\n\n\n" << embedded::kExportMegatronPy << "\n\n\n" << embedded::kPrWrapperPy << "\n\n";
+  // and the property checks; each subject's export.py: how its functions are called;
+  // properties/export_megatron.py: megatron-core, imported where the case needs it) and the PR's
+  // change as a wrapper (python/pr_wrapper.py, which the bridge's python-clearing variants run
+  // too); the case itself comes after them.
+  out << "\n" << embedded::kExportRuntimePy << "\n\n";
+  for (const std::string& code : embedded::kExportedCheckpointCode) out << "\n" << code << "\n\n";
+  out << "\n" << embedded::kExportMegatronPy << "\n\n\n" << embedded::kPrWrapperPy << "\n\n";
   SegmentWriter writer;
   writer.write(c.root, "root", static_cast<int>(c.leaves.size()));
   out << writer.functions;

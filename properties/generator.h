@@ -11,7 +11,7 @@
 #include <rapidcheck.h>
 
 #include "core/case.h"
-#include "suts/checkpoint.h"
+#include "suts/subject.h"
 
 namespace recheck {
 

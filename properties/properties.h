@@ -209,7 +209,7 @@ ClaimChoice parse_claims(const std::string& text);
 // The choice as --claims takes it back: "none", "clearing", or the names; "" when unchosen.
 std::string describe_claims(const ClaimChoice& choice);
 
-// `claims` says how the change's claims apply to the sut (suts/checkpoint.h); not applicable,
+// `claims` says how the change's claims apply to the sut (core/checkpoint_interface.h); not applicable,
 // they are left out of the results, and so are those `choice` does not hold.
 std::vector<PropertyResult> check_properties(const Observations& eager, const Observations& oracle,
                                              const Observations& sut, ChangeClaims claims = ChangeClaims::made,

@@ -28,7 +28,7 @@
 #include "embedded/pr_wrapper_py.h"
 #include "python/crossing.h"
 #include "python/subjects.h"
-#include "suts/checkpoint.h"
+#include "suts/subject.h"
 #include "core/rng.h"
 #include "core/tensor_parallel.h"
 

@@ -3,7 +3,7 @@
 #include "python/bridge.h"
 
 #include "python/subjects.h"
-#include "suts/checkpoint.h"
+#include "suts/subject.h"
 
 #include <utility>
 

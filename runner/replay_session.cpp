@@ -10,7 +10,6 @@
 #include "properties/report.h"
 #include "runner/case_worker.h"
 #include "runner/pool.h"
-#include "suts/checkpoint.h"
 #include "suts/subject.h"
 
 namespace recheck::runner {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "suts/checkpoint.h"
+#include "suts/megatron_checkpoint_function/checkpoint.h"
 
 namespace recheck {
 
@@ -65,6 +65,20 @@ void register_subject(Subject subject) {
 }
 
 const Subject& default_subject() { return registry().front(); }
+
+std::unique_ptr<CheckpointImplementation> make_checkpoint(const std::string& variant_name) {
+  if (auto registered = make_registered_checkpoint(variant_name)) return registered;
+  try {
+    return default_subject().make(resolve_checkpoint_alias(variant_name));
+  } catch (const std::invalid_argument& error) {
+    if (python_bridge_built()) throw;
+    // The Python variants' short names are the bridge's to register.
+    throw std::invalid_argument(std::string(error.what()) +
+                                "; this recheck was built without the Python bridge, which Python variants "
+                                "(megatron-py, torch-py, the Python subjects') need: configure with "
+                                "-DRECHECK_PYTHON=ON against a Python torch (docs/python.md), or run ci/python");
+  }
+}
 
 const Subject& find_subject(const std::string& name) {
   std::string known;

@@ -19,7 +19,7 @@ namespace recheck {
 enum class VariantKind {
   change,      // the change under review: held to its claims
   oracle,      // the released function: what the change is compared with
-  mutant,      // a plausible mistake: the suite must kill it (tests/suts/mutants_test.cpp)
+  mutant,      // a plausible mistake: the suite must kill it (suts/megatron_checkpoint_function/mutants_test.cpp)
   equivalent,  // a correct rewrite of the change: any alarm on it is a false alarm
   fix,         // the change plus a fix of the released function: `fixed`, never an alarm
   crash,       // crashes on purpose, to test isolation
@@ -85,5 +85,10 @@ const Subject* subject_declaring(const std::string& implementation);
 // The properties that apply to a run of `implementation`: its subject's, or the default
 // subject's for an implementation no subject declares (a Python function given by path).
 const Subject& subject_for(const std::string& implementation);
+
+// Makes the implementation called `variant_name`: a registered one (a Python variant, by its spec
+// or alias: core/checkpoint_interface.h), else one of the built-in subject's; throws
+// std::invalid_argument naming the known variants otherwise.
+std::unique_ptr<CheckpointImplementation> make_checkpoint(const std::string& variant_name);
 
 }  // namespace recheck

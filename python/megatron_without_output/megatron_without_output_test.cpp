@@ -20,7 +20,6 @@
 #include "properties/generator.h"
 #include "properties/report.h"
 #include "python/bridge.h"
-#include "suts/checkpoint.h"
 #include "suts/subject.h"
 #include "tests/paths.h"
 #include "tests/shell.h"

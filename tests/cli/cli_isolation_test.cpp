@@ -78,8 +78,7 @@ TEST(Cli, ctrl_c_or_sigterm_stops_a_run_inside_a_slow_case) {
   // A worker that never finishes its case: stopped (SIGSTOP) once the run is under way.
   for (const char* signal : {"INT", "TERM"}) {
     const std::string dir = ::testing::TempDir() + "/slow-interrupted";
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
+    recheck::test_shell::fresh_folder(dir);
     const std::string json_path = dir + "/report.json";
     const Result r = run_shell(
         "bash -c '" + std::string(recheck::test_paths::recheck_binary()) + " run --seed 3 --seconds 120 --out " + dir + "/out --json " + json_path +
@@ -112,8 +111,7 @@ TEST(Cli, ctrl_c_or_sigterm_stops_a_run_inside_a_slow_case) {
 // killed a second in).
 TEST(Cli, a_worker_the_out_of_memory_killer_ends_is_a_skipped_case_not_a_crash) {
   const std::string dir = ::testing::TempDir() + "/oom-killed";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  recheck::test_shell::fresh_folder(dir);
   nlohmann::json chain = nlohmann::json::array();
   for (int i = 0; i < 60; ++i) chain.push_back({{"op", "matmul"}, {"a", i}, {"b", 0}});
   std::ofstream(dir + "/slow.json") << nlohmann::json{
@@ -243,8 +241,7 @@ TEST(Cli, a_segmentation_fault_inside_the_variant_is_a_finding_too) {
 // "minimizing:" is printed, lands inside it.
 TEST(Cli, ctrl_c_during_minimize_writes_the_smallest_case_so_far) {
   const std::string dir = ::testing::TempDir() + "/minimize-interrupted";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  recheck::test_shell::fresh_folder(dir);
   constexpr int kChain = 300;
   nlohmann::json body = nlohmann::json::array();
   for (int i = 0; i < kChain; ++i) body.push_back({{"op", "unary"}, {"fn", i % 2 ? "tanh" : "neg"}, {"x", i}});

@@ -14,7 +14,7 @@
 #include "cli/memory_snapshot.h"
 #include "core/interpreter.h"
 #include "properties/generator.h"
-#include "suts/checkpoint.h"
+#include "suts/subject.h"
 #include "tests/shell.h"
 
 namespace recheck {

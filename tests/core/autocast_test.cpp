@@ -10,7 +10,7 @@
 #include "oracles/eager.h"
 #include "properties/generator.h"
 #include "properties/report.h"
-#include "suts/checkpoint.h"
+#include "suts/megatron_checkpoint_function/checkpoint.h"
 
 namespace recheck {
 namespace {

@@ -7,7 +7,7 @@
 #include "core/torch_compat.h"
 #include "properties/generator.h"
 #include "properties/report.h"
-#include "suts/checkpoint.h"
+#include "suts/subject.h"
 #include "tests/memory_cases.h"
 #include "tests/paths.h"
 #include "tests/shell.h"

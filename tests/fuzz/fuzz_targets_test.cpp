@@ -9,7 +9,7 @@
 #include "properties/generator.h"
 #include "properties/reduce.h"
 #include "properties/report.h"
-#include "suts/checkpoint.h"
+#include "suts/subject.h"
 #include "tests/paths.h"
 #include "tests/shell.h"
 

@@ -25,7 +25,7 @@
 #include "properties/generator.h"
 #include "properties/report.h"
 #include "python/bridge.h"
-#include "suts/checkpoint.h"
+#include "suts/subject.h"
 #include "tests/megatron_tree.h"
 #include "tests/paths.h"
 #include "tests/shell.h"

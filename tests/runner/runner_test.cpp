@@ -24,7 +24,7 @@
 #include "runner/isolated_check.h"
 #include "runner/results_json.h"
 #include "runner/worker_process.h"
-#include "suts/checkpoint.h"
+#include "suts/subject.h"
 
 namespace recheck::runner {
 namespace {

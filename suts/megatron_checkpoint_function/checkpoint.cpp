@@ -1,4 +1,4 @@
-#include "suts/checkpoint.h"
+#include "suts/megatron_checkpoint_function/checkpoint.h"
 
 #include <cstdlib>
 #include <exception>
@@ -14,7 +14,7 @@
 #include "core/errors.h"
 #include "core/rng.h"
 #include "core/torch_compat.h"
-#include "suts/autograd_backward.h"
+#include "suts/megatron_checkpoint_function/autograd_backward.h"
 
 namespace recheck {
 
@@ -522,20 +522,6 @@ Values MegatronCheckpoint::apply(const RunFunction& run_function, const CallSett
     if (call->output_is_tensor[i]) outputs[i] = numbered_outputs.at(i);
   }
   return outputs;
-}
-
-std::unique_ptr<CheckpointImplementation> make_checkpoint(const std::string& variant_name) {
-  if (auto registered = make_registered_checkpoint(variant_name)) return registered;
-  try {
-    return std::make_unique<MegatronCheckpoint>(find_variant(resolve_checkpoint_alias(variant_name)));
-  } catch (const std::invalid_argument& error) {
-    if (python_bridge_built()) throw;
-    // The Python variants' short names are the bridge's to register.
-    throw std::invalid_argument(std::string(error.what()) +
-                                "; this recheck was built without the Python bridge, which Python variants "
-                                "(megatron-py, torch-py, the Python subjects') need: configure with "
-                                "-DRECHECK_PYTHON=ON against a Python torch (docs/python.md), or run ci/python");
-  }
 }
 
 }  // namespace recheck

@@ -1,6 +1,6 @@
-// The named variants of the port (suts/checkpoint.h): the change, the oracle, the mutants, the
+// The named variants of the port (checkpoint.h): the change, the oracle, the mutants, the
 // equivalent rewrites, the fixes of the released function and the crashing test variants.
-#include "suts/checkpoint.h"
+#include "suts/megatron_checkpoint_function/checkpoint.h"
 
 #include <initializer_list>
 #include <memory>

@@ -1,8 +1,9 @@
-// The functions under test: a port of Megatron-LM's CheckpointFunction
+// The subject megatron-checkpoint-function, built in: a port of Megatron-LM's CheckpointFunction
 // (megatron/core/tensor_parallel/random.py), step for step, with the places where a plausible
 // implementation could go another way named as decisions (CheckpointDecisions). A variant is
-// the port with some decisions taken one way (suts/variants.cpp). The interface they
-// implement is core/checkpoint_interface.h.
+// the port with some decisions taken one way (variants.cpp, which declares the subject). The
+// interface they implement is core/checkpoint_interface.h; the rest of recheck reaches them
+// through the subject (suts/subject.h), never through this header.
 #pragma once
 
 #include <memory>
@@ -116,7 +117,5 @@ class MegatronCheckpoint : public CheckpointImplementation {
  private:
   Variant variant_;
 };
-
-std::unique_ptr<CheckpointImplementation> make_checkpoint(const std::string& variant_name);
 
 }  // namespace recheck

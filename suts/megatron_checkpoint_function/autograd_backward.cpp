@@ -1,4 +1,4 @@
-#include "suts/autograd_backward.h"
+#include "suts/megatron_checkpoint_function/autograd_backward.h"
 
 #include <string>
 

@@ -9,14 +9,14 @@
 
 #include "properties/generator.h"
 #include "properties/report.h"
-#include "suts/checkpoint.h"
+#include "suts/megatron_checkpoint_function/checkpoint.h"
 #include "suts/subject.h"
 
 namespace recheck {
 namespace {
 
 // A mutant reads as the one bug it models: what it was made from, with one decision taken
-// another way (suts/checkpoint.h). Two would make a mutant whose kill says nothing about either.
+// another way (checkpoint.h). Two would make a mutant whose kill says nothing about either.
 TEST(Variants, each_mutant_is_what_it_was_made_from_with_one_decision_taken_another_way) {
   for (const std::string& name : variant_names(VariantKind::mutant)) {
     const Variant& mutant = find_variant(name);

@@ -6,8 +6,8 @@
 
 #include "core/errors.h"
 #include "core/rng.h"
-#include "suts/autograd_backward.h"
-#include "suts/checkpoint.h"
+#include "suts/megatron_checkpoint_function/autograd_backward.h"
+#include "suts/megatron_checkpoint_function/checkpoint.h"
 
 namespace recheck {
 namespace {

@@ -1,6 +1,6 @@
 // The C++ port's variants on the hunt's cases (the workload tier): an equivalent rewrite gives the
 // change's verdicts property by property, a fix is the change or `fixed`, a mutant reverted is
-// judged by eager mode. How each variant is made is tests/suts/variants_test.cpp's; that every
+// judged by eager mode. How each variant is made is variants_test.cpp's; that every
 // mutant of every subject is killed and every correct implementation raises no alarm is
 // tests/suts/every_subject_test.cpp's.
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 
 #include "properties/generator.h"
 #include "properties/report.h"
-#include "suts/checkpoint.h"
+#include "suts/megatron_checkpoint_function/checkpoint.h"
 #include "suts/subject.h"
 
 namespace recheck {

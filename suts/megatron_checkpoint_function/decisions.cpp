@@ -1,10 +1,10 @@
-// The decisions of the port by name (suts/checkpoint.h), for `recheck variants` and the tests
+// The decisions of the port by name (checkpoint.h), for `recheck variants` and the tests
 // that hold each mutant to one decision.
 #include <initializer_list>
 #include <string>
 #include <vector>
 
-#include "suts/checkpoint.h"
+#include "suts/megatron_checkpoint_function/checkpoint.h"
 
 namespace recheck {
 
