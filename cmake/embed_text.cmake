@@ -17,3 +17,19 @@ function(recheck_embed_text name variable file)
   configure_file(${header}.new ${header} COPYONLY)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${source})
 endfunction()
+
+# recheck_embed_named(NAME FILE): recheck_embed_text with the variable named after NAME in camel
+# case, "k" first ("torch_non_reentrant_py" gives kTorchNonReentrantPy), which it also sets as
+# NAME_variable in the caller's scope.
+function(recheck_embed_named name file)
+  string(REPLACE "_" ";" words ${name})
+  set(variable "k")
+  foreach(word IN LISTS words)
+    string(SUBSTRING ${word} 0 1 first)
+    string(TOUPPER ${first} first)
+    string(SUBSTRING ${word} 1 -1 rest)
+    string(APPEND variable ${first}${rest})
+  endforeach()
+  recheck_embed_text(${name} ${variable} ${file})
+  set(${name}_variable ${variable} PARENT_SCOPE)
+endfunction()
