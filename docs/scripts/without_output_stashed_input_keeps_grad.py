@@ -67,6 +67,35 @@ if not ON_CUDA:
     torch.cuda.manual_seed = torch.cuda.random.manual_seed = lambda seed: DEVICE_GEN.manual_seed(seed)
 
 
+# The checkpoint functions the script can call (--checkpoint, --oracle), by name: each subject's
+# folder declares its own in its export.py, which the script holds after this file. `make()` gives
+# a function called as checkpoint(body, distribute, *args, **options); `megatron`: it is Megatron's
+# (it needs megatron-core and keeps Megatron's is-checkpointing flag).
+class Exported:
+    def __init__(self, make, megatron):
+        self.make = make
+        self.megatron = megatron
+
+
+CHECKPOINTS = {}
+# For the names whose functions checkpoint without output too: what makes such a checkpoint.
+WITHOUT_OUTPUT_MAKERS = {}
+
+
+def exported(name, megatron):
+    def declare(make):
+        CHECKPOINTS[name] = Exported(make, megatron)
+        return make
+    return declare
+
+
+def exported_without_output(name):
+    def declare(make):
+        WITHOUT_OUTPUT_MAKERS[name] = make
+        return make
+    return declare
+
+
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16,
           "int64": torch.int64, "bool": torch.bool}
 
@@ -546,9 +575,104 @@ def check(prop, subject, eager, oracle):
     return None
 
 
+def main():
+    names = list(CHECKPOINTS)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", choices=names, default=CHECKPOINT)
+    parser.add_argument("--oracle", choices=names, default=ORACLE,
+                        help="what grads-bitwise, stash-kept and stash-grads compare with")
+    parser.add_argument("--property", default=PROPERTY,
+                        help="a property, or several separated by commas: " + ", ".join(PROPERTIES))
+    args = parser.parse_args()
+    wanted = args.property.split(",")
+    for name in wanted:
+        if name not in PROPERTIES:
+            parser.error(f"--property: no property named {name!r} (known: {', '.join(PROPERTIES)})")
+    without_output = " or ".join(WITHOUT_OUTPUT_MAKERS)
+    if WITHOUT_OUTPUT and args.checkpoint not in WITHOUT_OUTPUT_MAKERS:
+        parser.error(f"the case holds checkpoints without output (Megatron's CheckpointWithoutOutput), which "
+                     f"{args.checkpoint} has not: use --checkpoint {without_output}")
+    megatron = CHECKPOINTS[args.checkpoint].megatron
+    if "flag-in-body" in wanted and not megatron:
+        parser.error(f"--property flag-in-body reads Megatron's is-checkpointing flag, which {args.checkpoint} does "
+                     "not set: use a Megatron checkpoint (" + ", ".join(n for n in names if CHECKPOINTS[n].megatron) + ")")
+    against_oracle = {"grads-bitwise", "stash-kept", "stash-grads"} & set(wanted)
+    if WITHOUT_OUTPUT and against_oracle and args.oracle not in WITHOUT_OUTPUT_MAKERS:
+        parser.error(f"--oracle {args.oracle}: the case holds checkpoints without output, which {args.oracle} has not")
+    if megatron or USES_TRACKER or (against_oracle and CHECKPOINTS[args.oracle].megatron):
+        need_megatron("Megatron's checkpoint, its RNG tracker, or a comparison with it")
+
+    def run_with(name):
+        return run_case(CHECKPOINTS[name].make(), WITHOUT_OUTPUT_MAKERS[name]() if WITHOUT_OUTPUT else None)
+
+    eager = run_case(lambda f, distribute, *a, **options: f(*a))
+    subject = run_with(args.checkpoint)
+    oracle = run_with(args.oracle) if against_oracle else None
+    failures = []
+    for name in wanted:
+        evidence = check(name, subject, eager, oracle)
+        print(f"torch {torch.__version__}, checkpoint {args.checkpoint}, {name}: "
+              + ("holds" if evidence is None else "FAILS: " + evidence))
+        if evidence is not None:
+            failures.append(f"{name}: {evidence}")
+    assert not failures, "; ".join(failures)
+
+
+
+# How a script `recheck export-python` writes calls this subject's functions (--checkpoint and
+# --oracle): megatron, Megatron's CheckpointFunction; megatron-clearing, the same with the change
+# (python/pr_wrapper.py); torch, PyTorch's reentrant checkpoint (the bridge's torch-py). The
+# script holds this file after its runtime (properties/export_runtime.py: `exported`).
+
+
+@exported("megatron", megatron=True)
+def megatron_checkpoint_function():
+    function = need_megatron("--checkpoint megatron").CheckpointFunction
+    return lambda f, distribute, *args: function.apply(f, distribute, *args)
+
+
+@exported("megatron-clearing", megatron=True)
+def megatron_checkpoint_function_clearing():
+    module = need_megatron("--checkpoint megatron-clearing")
+    function = clearing(module.CheckpointFunction, module)
+    return lambda f, distribute, *args: function.apply(f, distribute, *args)
+
+
+@exported("torch", megatron=False)
+def torch_reentrant_checkpoint():
+    import torch.utils.checkpoint
+    return lambda f, distribute, *args: torch.utils.checkpoint.checkpoint(f, *args, use_reentrant=True)
+
+
+
+# How a script `recheck export-python` writes makes this subject's checkpoints without output:
+# Megatron's CheckpointWithoutOutput as its layers make it without FP8 (fp8=None), for
+# --checkpoint megatron, and with the clearing change in its backward for megatron-clearing
+# (python/pr_wrapper.py). The script holds this file after its runtime
+# (properties/export_runtime.py: `exported_without_output`).
+
+
+@exported_without_output("megatron")
+def megatron_without_output():
+    made = need_megatron("Megatron's CheckpointWithoutOutput").CheckpointWithoutOutput
+    return lambda: made(fp8=None)
+
+
+@exported_without_output("megatron-clearing")
+def megatron_without_output_clearing():
+    made = clearing_without_output(need_megatron("Megatron's CheckpointWithoutOutput"))
+    return lambda: made(fp8=None)
+
+
+
+# How a script `recheck export-python` writes calls this subject's function: --checkpoint
+# torch-non-reentrant, PyTorch's torch.utils.checkpoint.checkpoint with use_reentrant=False and
+# the case's call options as variants.py passes them. The script holds this file after its
+# runtime (properties/export_runtime.py: `exported`).
+
+
 def non_reentrant_keywords(options):
-    """torch.utils.checkpoint.checkpoint's keywords for a case's call options, as recheck's
-    subject torch-checkpoint-non-reentrant passes them (recheck's python/torch_non_reentrant/variants.py)."""
+    """torch.utils.checkpoint.checkpoint's keywords for a case's call options."""
     import functools
     import torch.utils.checkpoint as checkpointing
     keywords = {"use_reentrant": False,
@@ -561,66 +685,11 @@ def non_reentrant_keywords(options):
     return keywords
 
 
-def checkpoint_function(name):
-    if name == "torch":
-        import torch.utils.checkpoint
-        return lambda f, distribute, *args: torch.utils.checkpoint.checkpoint(f, *args, use_reentrant=True)
-    if name == "torch-non-reentrant":
-        import torch.utils.checkpoint
-        return lambda f, distribute, *args, **options: torch.utils.checkpoint.checkpoint(
-            f, *args, **non_reentrant_keywords(options))
-    module = need_megatron(f"--checkpoint {name}")
-    function = module.CheckpointFunction if name == "megatron" else clearing(module.CheckpointFunction, module)
-    return lambda f, distribute, *args: function.apply(f, distribute, *args)
-
-
-def without_output_function(name):
-    """What makes a checkpoint without output for --checkpoint `name`: Megatron's
-    CheckpointWithoutOutput as its layers make it without FP8 (fp8=None), with the clearing change
-    in its backward for megatron-clearing (python/pr_wrapper.py)."""
-    module = need_megatron("Megatron's CheckpointWithoutOutput")
-    made = module.CheckpointWithoutOutput if name == "megatron" else clearing_without_output(module)
-    return lambda: made(fp8=None)
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", choices=["megatron", "megatron-clearing", "torch", "torch-non-reentrant"],
-                        default=CHECKPOINT)
-    parser.add_argument("--oracle", choices=["megatron", "megatron-clearing", "torch", "torch-non-reentrant"],
-                        default=ORACLE, help="what grads-bitwise, stash-kept and stash-grads compare with")
-    parser.add_argument("--property", default=PROPERTY,
-                        help="a property, or several separated by commas: " + ", ".join(PROPERTIES))
-    args = parser.parse_args()
-    wanted = args.property.split(",")
-    for name in wanted:
-        if name not in PROPERTIES:
-            parser.error(f"--property: no property named {name!r} (known: {', '.join(PROPERTIES)})")
-    torch_only = args.checkpoint.startswith("torch")
-    if WITHOUT_OUTPUT and torch_only:
-        parser.error("the case holds checkpoints without output (Megatron's CheckpointWithoutOutput), which torch "
-                     "has not: use --checkpoint megatron or megatron-clearing")
-    if "flag-in-body" in wanted and torch_only:
-        parser.error("--property flag-in-body reads Megatron's is-checkpointing flag, which torch's checkpoint "
-                     "does not set: use --checkpoint megatron or megatron-clearing")
-    against_oracle = {"grads-bitwise", "stash-kept", "stash-grads"} & set(wanted)
-    if WITHOUT_OUTPUT and against_oracle and args.oracle.startswith("torch"):
-        parser.error("--oracle " + args.oracle + ": the case holds checkpoints without output, which torch has not")
-    if not torch_only or USES_TRACKER or (against_oracle and not args.oracle.startswith("torch")):
-        need_megatron("Megatron's checkpoint, its RNG tracker, or a comparison with it")
-    eager = run_case(lambda f, distribute, *a, **options: f(*a))
-    subject = run_case(checkpoint_function(args.checkpoint),
-                       without_output_function(args.checkpoint) if WITHOUT_OUTPUT else None)
-    oracle = run_case(checkpoint_function(args.oracle),
-                      without_output_function(args.oracle) if WITHOUT_OUTPUT else None) if against_oracle else None
-    failures = []
-    for name in wanted:
-        evidence = check(name, subject, eager, oracle)
-        print(f"torch {torch.__version__}, checkpoint {args.checkpoint}, {name}: "
-              + ("holds" if evidence is None else "FAILS: " + evidence))
-        if evidence is not None:
-            failures.append(f"{name}: {evidence}")
-    assert not failures, "; ".join(failures)
+@exported("torch-non-reentrant", megatron=False)
+def torch_non_reentrant_checkpoint():
+    import torch.utils.checkpoint
+    return lambda f, distribute, *args, **options: torch.utils.checkpoint.checkpoint(
+        f, *args, **non_reentrant_keywords(options))
 
 
 

@@ -38,14 +38,17 @@ struct Tested {
 // The subjects this program tests, and of each every implementation but its oracle (crash
 // variants crash on purpose: tests/cli/cli_isolation_test.cpp).
 std::vector<Tested> implementations() {
-  size_t first = 0;
 #ifdef RECHECK_TEST_BRIDGE_SUBJECTS
-  first = subjects().size();  // the built-in ones are recheck_tests'
   python::register_bridge();
+  const bool bridge_s = true;  // the built-in ones are recheck_workload_tests'
+#else
+  const bool bridge_s = false;
 #endif
   std::vector<Tested> all;
-  for (size_t s = first; s < subjects().size(); ++s) {
-    const Subject& subject = subjects()[s];
+  for (const Subject& subject : subjects()) {
+    // A subject is the bridge's when its implementations run through it (whichever test file
+    // registered the bridge first).
+    if (needs_python_bridge(resolve_checkpoint_alias(subject.oracle)) != bridge_s) continue;
     for (const SubjectImplementation& implementation : subject.implementations) {
       if (implementation.kind == VariantKind::oracle || implementation.kind == VariantKind::crash) continue;
       all.push_back({subject.name, implementation.name});
