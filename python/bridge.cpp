@@ -23,6 +23,7 @@
 #include "core/memory.h"
 #include "embedded/bridge_py.h"
 #include "embedded/lines_run_py.h"
+#include "embedded/conventions_py.h"
 #include "embedded/loading_py.h"
 #include "embedded/megatron_entry_points_py.h"
 #include "embedded/pr_wrapper_py.h"
@@ -160,11 +161,13 @@ class Interpreter {
       // The Python half, embedded at build time: python/bridge.py (the CPU shim for Megatron's
       // CUDA RNG calls, the calling conventions, the tracker and flag accessors), lines_run.py
       // (which lines of the code under test ran), loading.py (loading that code, and why it
-      // could not be), megatron_entry_points.py (Megatron's checkpoint classes given by name),
-      // pr_wrapper.py (the PR's change as a wrapper).
+      // could not be), conventions.py (a function's calling convention given with its spec),
+      // megatron_entry_points.py (Megatron's checkpoint classes given by name), pr_wrapper.py
+      // (the PR's change as a wrapper).
       py::exec(embedded::kBridgePy, module.attr("__dict__"));
       py::exec(embedded::kLinesRunPy, module.attr("__dict__"));
       py::exec(embedded::kLoadingPy, module.attr("__dict__"));
+      py::exec(embedded::kConventionsPy, module.attr("__dict__"));
       py::exec(embedded::kMegatronEntryPointsPy, module.attr("__dict__"));
       py::exec(embedded::kPrWrapperPy, module.attr("__dict__"));
       sys.attr("modules")["recheck_bridge"] = module;

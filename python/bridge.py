@@ -136,9 +136,18 @@ def resolve(module_name, attr):
         code_folders = [] if module_name.endswith(".py") else _folders_of_package(module_name.split(".")[0])
         raise CodeImportError(describe_import_failure(module_name, error, code_folders)) from error
     attr_as_given = attr
+    attr, call = split_convention(attr)
     attr, cudagraphable_rng = split_entry_point(attr)
-    if not hasattr(module, attr):
+    function = attribute(module, attr)
+    if function is None:
         raise AttributeError(f"module {module_name} has no attribute {attr}")
+    if call is not None:
+        # Called as its caller says (python/conventions.py), tried once on a trivial body first.
+        caller = calling_convention(call)
+        try_convention(function, caller, attr, call)
+        logical = logical_name(module, module_name) if module_name.endswith(".py") else module_name
+        return module, (lambda body, distribute, args, options: caller(function, body, distribute, args, options)), \
+            "convention", False, logical, False
     if cudagraphable_rng:
         use_cudagraphable_rng(module, attr_as_given)
     # Megatron's classes given by name (python/megatron_entry_points.py): CheckpointWithoutOutput
@@ -149,7 +158,7 @@ def resolve(module_name, attr):
     # function(body, *args, **options) (a subject's variants, python/torch_non_reentrant/variants.py),
     # or "without_output": ATTR() makes a checkpoint without output (WithoutOutput).
     style = getattr(module, "CHECKPOINT_STYLE", style)
-    function = getattr(module, attr)
+    function = attribute(module, attr)
     code = None
     if style == "without_output":
         function = WithoutOutput(module, function)
@@ -175,13 +184,9 @@ def resolve(module_name, attr):
     # The code's name, whatever file it was loaded from: two revisions of megatron-core's
     # random.py (a base and a head) are the same code, whose allocations recheck compares. The
     # package a file is loaded into does not depend on the working folder (package_of).
-    logical = module_name
-    if module_name.endswith(".py"):
-        import os
-
-        stem = os.path.splitext(os.path.basename(module_name))[0]
-        logical = (module.__package__ + "." if module.__package__ else "") + stem
+    logical = logical_name(module, module_name) if module_name.endswith(".py") else module_name
     return module, function, style, has_tracker, code or logical, style == "megatron" and distributes(module)
+
 
 
 def provenance(module):
@@ -478,6 +483,9 @@ def call(function, style, body, distribute, args, options):
     if style == "function":
         # The call options the module declares (CALL_OPTIONS), as the case drew them.
         return as_tuple(function(body, *args, **options))
+    if style == "convention":
+        # As the spec's ATTR@WORDS says (python/conventions.py).
+        return as_tuple(function(body, distribute, args, options))
     apply = getattr(function, "apply", None)
     if apply is not None:
         return as_tuple(apply(body, distribute, *args))

@@ -207,3 +207,21 @@ def load_file(path):
 
 
 _loaded_files = {}
+
+
+def logical_name(module, path):
+    """A file's module name, whatever folder it was loaded from (package_of): two revisions of a
+    file are the same code."""
+    import os
+
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return (module.__package__ + "." if module.__package__ else "") + stem
+
+
+def attribute(owner, dotted):
+    """owner.A.B for "A.B", or None where a part is missing."""
+    for part in dotted.split("."):
+        if not hasattr(owner, part):
+            return None
+        owner = getattr(owner, part)
+    return owner
