@@ -109,6 +109,7 @@ int segment_value_count(const Segment& segment, int input_count) {
 
 const char* to_string(DType dtype) { return name_of(kDTypes, dtype); }
 const char* to_string(RngSource source) { return name_of(kSources, source); }
+const char* to_string(Random::Fn fn) { return name_of(kRandomFns, fn); }
 
 DType leaf_dtype(const Case& c, const Leaf& leaf) { return leaf.dtype.value_or(c.dtype); }
 

@@ -104,15 +104,19 @@ struct Argmax {
   int x = 0;
 };
 
-// Draws from one RNG source: dropout masks or additive noise.
+// Draws from one RNG source: dropout masks, additive noise, or nn.RReLU in training mode
+// (rrelu_with_noise: each negative element scaled by a slope drawn from U(1/8, p), the slopes
+// kept in a noise tensor that its gradient reads).
 struct Random {
-  enum class Fn { dropout, noise };
+  enum class Fn { dropout, noise, rrelu };
   Fn fn = Fn::dropout;
   RngSource source = RngSource::cpu;
   std::string tracker_state;  // with source tracker: the state forked around the draw
-  double p = 0.5;             // dropout probability, or noise scale
+  double p = 0.5;             // dropout probability, noise scale, or rrelu's upper slope
   int x = 0;
 };
+// rrelu's lower slope (nn.RReLU's default; its default upper is 1/3).
+inline constexpr double kRreluLower = 1.0 / 8.0;
 
 // Keeps a reference to its input past backward, the way a module caching its input does; no
 // output. Each run of the op replaces what the previous run kept.
@@ -235,6 +239,7 @@ int segment_value_count(const Segment& segment, int input_count);
 
 const char* to_string(DType dtype);
 const char* to_string(RngSource source);
+const char* to_string(Random::Fn fn);
 DType leaf_dtype(const Case& c, const Leaf& leaf);
 at::ScalarType scalar_type(DType dtype);
 

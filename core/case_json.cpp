@@ -286,6 +286,9 @@ struct OpFromJson {
     if (op.fn == Random::Fn::dropout && !(op.p >= 0.0 && op.p < 1.0)) {
       r.field("p").fail("a dropout probability in [0, 1)");
     }
+    if (op.fn == Random::Fn::rrelu && !(op.p >= kRreluLower && op.p <= 1.0)) {
+      r.field("p").fail("rrelu's upper slope in [0.125, 1]");
+    }
     op.x = x();
     return op;
   }

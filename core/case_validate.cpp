@@ -162,6 +162,9 @@ std::vector<ValueFacts> validate_segment(const Segment& segment, std::vector<Val
       if (random->fn == Random::Fn::dropout && !(random->p >= 0.0 && random->p < 1.0)) {
         throw CaseError(op_path + ".p: expected a dropout probability in [0, 1)");
       }
+      if (random->fn == Random::Fn::rrelu && !(random->p >= kRreluLower && random->p <= 1.0)) {
+        throw CaseError(op_path + ".p: expected rrelu's upper slope in [0.125, 1]");
+      }
     }
     values.insert(values.end(), made.begin(), made.end());
   }

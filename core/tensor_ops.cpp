@@ -107,6 +107,22 @@ Values run(const Argmax& op, const Values& v) { return {at::argmax(expect_tensor
 
 Values run(const Random& op, const Values& v, uint64_t* drawn) {
   const at::Tensor& x = expect_tensor(v.at(op.x), "random");
+  if (op.fn == Random::Fn::rrelu) {
+    // The kernel itself, as nn.RReLU calls it in training mode: it draws a slope for each
+    // negative element, in x's dtype, into `noise`, which its backward multiplies by.
+    at::Tensor noise = at::empty_like(x);
+    at::Tensor out;
+    auto apply = [&](const at::Generator& generator) {
+      out = at::rrelu_with_noise(x, noise, kRreluLower, op.p, /*training=*/true, generator);
+    };
+    switch (op.source) {
+      case RngSource::cpu: apply(rng::cpu_generator()); break;
+      case RngSource::device: apply(rng::device_generator()); break;
+      case RngSource::tracker: rng::tracker_fork(op.tracker_state, [&] { apply(rng::device_generator()); }); break;
+    }
+    if (drawn != nullptr) *drawn = fingerprint({Value(noise)});
+    return {out};
+  }
   auto draw = [&](const at::Generator& generator, at::Device where) {
     at::Tensor sample = at::empty(x.sizes(), at::TensorOptions().dtype(at::kFloat).device(where));
     if (op.fn == Random::Fn::dropout) sample.bernoulli_(1.0 - op.p, generator);

@@ -139,12 +139,14 @@ void SegmentBuilder::add_op() {
     }
     case kRandom: {
       Random op;
-      op.fn = pick(std::vector<Random::Fn>{Random::Fn::dropout, Random::Fn::noise});
+      op.fn = pick(std::vector<Random::Fn>{Random::Fn::dropout, Random::Fn::noise, Random::Fn::rrelu});
       op.source = choose_weighted<RngSource>({{1, RngSource::cpu},
                                               {options_.device_rng ? 1u : 0u, RngSource::device},
                                               {options_.tracker_rng ? 2u : 0u, RngSource::tracker}});
       if (op.source == RngSource::tracker) op.tracker_state = pick_tracker_state();
-      op.p = op.fn == Random::Fn::dropout ? pick(std::vector<double>{0.5, 0.5, 0.25}) : 0.1;
+      op.p = op.fn == Random::Fn::dropout ? pick(std::vector<double>{0.5, 0.5, 0.25})
+             : op.fn == Random::Fn::rrelu ? 1.0 / 3.0  // nn.RReLU's default upper slope
+                                          : 0.1;
       op.x = x;
       push(op, xi);
       return;

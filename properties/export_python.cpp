@@ -221,7 +221,7 @@ class SegmentWriter {
     }
     std::string operator()(const Argmax& o) const { return "v.append(torch.argmax(" + x(o.x) + "))"; }
     std::string operator()(const Random& o) const {
-      return "v.append(run.random(" + x(o.x) + ", " + py_string(o.fn == Random::Fn::dropout ? "dropout" : "noise") +
+      return "v.append(run.random(" + x(o.x) + ", " + py_string(to_string(o.fn)) +
              ", " + py_string(to_string(o.source)) + ", " +
              (o.source == RngSource::tracker ? py_string(o.tracker_state) : std::string("None")) + ", " +
              py_float(o.p) + "))";

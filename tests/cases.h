@@ -22,4 +22,20 @@ inline const char* const kStashedDropoutCase = R"({"format": "recheck-case", "ve
     {"op": "unary", "fn": "tanh", "x": 2}
   ], "outputs": [3]}})";
 
+// nn.RReLU in training mode (the random op rrelu) from every source, over a product that has
+// negative elements: each draws its slopes from the generator it names.
+inline const char* const kRreluCase = R"({"format": "recheck-case", "version": 1, "seed": 7,
+  "dtype": "float32", "device": "cpu", "iterations": 2,
+  "leaves": [{"shape": [3, 3], "requires_grad": true, "fill": "randn"},
+             {"shape": [3, 3], "requires_grad": true, "fill": "randn"}],
+  "root": {"ops": [
+    {"op": "checkpoint", "distribute": false, "args": [{"ref": 0}, {"ref": 1}], "body": {"ops": [
+      {"op": "matmul", "a": 0, "b": 1},
+      {"op": "random", "fn": "rrelu", "source": "cpu", "p": 0.3333333333333333, "x": 2},
+      {"op": "random", "fn": "rrelu", "source": "device", "p": 0.3333333333333333, "x": 3},
+      {"op": "random", "fn": "rrelu", "source": "tracker", "tracker_state": "model-parallel-rng", "p": 0.5, "x": 4}
+    ], "outputs": [5]}},
+    {"op": "unary", "fn": "tanh", "x": 2}
+  ], "outputs": [3]}})";
+
 }  // namespace recheck::test_cases

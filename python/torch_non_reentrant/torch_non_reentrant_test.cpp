@@ -146,6 +146,36 @@ TEST(TorchNonReentrant, a_plain_checkpoint_runs_backward_and_keeps_the_caller_s_
   EXPECT_EQ(reported.count("memory-floor"), 0u);
 }
 
+// nn.RReLU in training mode (recheck's random op rrelu, the kernel rrelu_with_noise) under
+// PyTorch's non-reentrant checkpoint: with early stop, its default, the gradient reads a noise
+// tensor the recomputation saved before its kernel filled it, so the checkpointed gradients are
+// not eager mode's (torch 2.11; open upstream, pytorch/pytorch#193671); without early stop they
+// are, and so they are under Megatron's reentrant function (the port), which recomputes whole.
+TEST(TorchNonReentrant, rrelu_s_gradient_under_early_stop_is_not_eager_mode_s) {
+  Case c = plain_checkpoint_case();
+  auto& checkpoint = std::get<Checkpoint>(c.root.ops[0]);
+  Random rrelu;
+  rrelu.fn = Random::Fn::rrelu;
+  rrelu.p = 1.0 / 3.0;
+  rrelu.x = 2;
+  checkpoint.body->ops = {Matmul{0, 1}, rrelu};
+  auto released = subject().make(subject().change);
+  const auto grads_match_eager = [&](const Case& run, CheckpointImplementation& function) {
+    const CaseResult result = check_case(run, function, function, RunOptions{}, EagerRun::always);
+    for (const PropertyResult& r : result.results) {
+      if (r.property == "grads-match-eager") return r.sut.holds;
+    }
+    ADD_FAILURE() << "no grads-match-eager verdict: " << describe_results(result.results);
+    return true;
+  };
+  EXPECT_FALSE(grads_match_eager(c, *released)) << show(c);  // early_stop True, the default
+  checkpoint.options["early_stop"] = "False";
+  EXPECT_TRUE(grads_match_eager(c, *released)) << show(c);
+  checkpoint.options.clear();
+  auto port = make_checkpoint(default_subject().oracle);
+  EXPECT_TRUE(grads_match_eager(c, *port)) << show(c);
+}
+
 // The case above: the mutant that keeps what its last recomputation returned holds those bytes
 // after backward, which memory-eager-floor tells and no other property does.
 TEST(TorchNonReentrant, memory_eager_floor_alone_tells_a_function_that_keeps_its_recomputed_outputs) {

@@ -109,6 +109,18 @@ TEST(CaseJson, reference_to_a_later_value_is_refused) {
   EXPECT_EQ(load_error(j), "case.root.ops[0].b: value v7 is not defined here (v0..v0 are)");
 }
 
+// A random op's p is what its fn reads: a dropout probability, rrelu's upper slope.
+TEST(CaseJson, a_random_op_s_p_out_of_its_fn_s_range_is_refused) {
+  json j = minimal();
+  j["root"]["ops"][0] = {{"op", "random"}, {"fn", "rrelu"}, {"source", "cpu"}, {"p", 0.1}, {"x", 0}};
+  EXPECT_EQ(load_error(j), "case.root.ops[0].p: expected rrelu's upper slope in [0.125, 1], found 0.1");
+  j["root"]["ops"][0]["p"] = 1.0 / 3.0;
+  EXPECT_EQ(load_error(j), "no error");
+  j["root"]["ops"][0]["fn"] = "dropout";
+  j["root"]["ops"][0]["p"] = 1.0;
+  EXPECT_EQ(load_error(j).rfind("case.root.ops[0].p: expected a dropout probability in [0, 1), found 1", 0), 0u) << load_error(j);
+}
+
 TEST(CaseJson, misspelt_field_is_refused) {
   json j = minimal();
   j["leaves"][0]["requires_gard"] = true;

@@ -165,6 +165,21 @@ std::map<std::string, Classification> classifications(const Case& c, const char*
   return by_property;
 }
 
+// nn.RReLU in training mode (the random op rrelu) from each source: the port restores all three,
+// so its recomputation draws the slopes its forward drew and the change passes everything; a
+// function that restores only the CPU generator recomputes other slopes where they came from the
+// device's generator or a tracker state, and eager mode names it a regression.
+TEST(RandomOps, rrelu_s_slopes_are_recomputed_as_drawn_and_a_cpu_only_restore_is_caught) {
+  const Case c = parse(test_cases::kRreluCase);
+  for (const auto& [property, classification] : classifications(c, "nonclearing", "clearing")) {
+    EXPECT_EQ(classification, Classification::pass) << property;
+  }
+  const auto mistaken = classifications(c, "nonclearing", "cpu-rng-only");
+  ASSERT_EQ(mistaken.count("recompute-fidelity"), 1u);
+  EXPECT_EQ(mistaken.at("recompute-fidelity"), Classification::regression);
+  EXPECT_EQ(mistaken.at("grads-match-eager"), Classification::regression);
+}
+
 TEST(AfterAnError, the_flag_megatron_leaves_set_is_a_pre_existing_finding_and_a_fix_is_fixed) {
   const Case c = parse(kRaisingBodyCase);
   EagerExecution eager_impl;
