@@ -96,6 +96,8 @@ def exported_without_output(name):
     return declare
 
 
+RRELU_LOWER = 1.0 / 8.0  # nn.RReLU's default lower slope, as recheck's rrelu draws
+
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16,
           "int64": torch.int64, "bool": torch.bool}
 
@@ -326,6 +328,21 @@ class Run:
         return records
 
     def random(self, x, fn, source, state, p):
+        if fn == "rrelu":
+            # nn.RReLU in training mode: the kernel draws each negative element's slope, in x's
+            # dtype, into the noise its backward multiplies by.
+            noise = torch.empty_like(x)
+
+            def apply(generator):
+                return torch.ops.aten.rrelu_with_noise(x, noise, RRELU_LOWER, p, True, generator)
+
+            if source == "cpu":
+                return apply(torch.default_generator)
+            if source == "device":
+                return apply(DEVICE_GEN)
+            with tracker().fork(state):
+                return apply(DEVICE_GEN)
+
         def draw(generator, where):
             sample = torch.empty(x.shape, dtype=torch.float32, device=where)
             if fn == "dropout":
