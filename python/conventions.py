@@ -51,9 +51,9 @@ def calling_convention(call):
             positional.append(_word(token))
     words = positional + list(keywords.values())
     if words.count("fn") != 1:
-        raise CodeImportError(f"a calling convention passes fn (the function to run) once")
+        raise CodeImportError("a calling convention passes fn (the function to run) once")
     if sum(words.count(w) for w in ("args", "tuple", "list")) != 1:
-        raise CodeImportError(f"a calling convention passes the arguments once: args, tuple or list")
+        raise CodeImportError("a calling convention passes the arguments once: args, tuple or list")
 
     def value(word, body, distribute, args):
         if word == "fn":
