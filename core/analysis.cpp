@@ -93,6 +93,7 @@ Shape view_shape(View::Fn fn, const Shape& x) {
 // One rule per op kind, and no catch-all: std::visit needs every alternative of Op.
 struct PlainOpFacts {
   const std::vector<ValueFacts>& values;
+  const std::vector<ValueFacts>& leaves;
   int64_t* copies;
 
   // A new tensor from values `a` and `b`, like `a`, requiring grad when either does, of the
@@ -137,6 +138,8 @@ struct PlainOpFacts {
   std::vector<ValueFacts> operator()(const Stash&) const { return {}; }
   std::vector<ValueFacts> operator()(const Discard&) const { return {}; }
   std::vector<ValueFacts> operator()(const Raise& op) const { return {computed_from(values[op.x])}; }
+  // The leaf itself, in a body too: no checkpoint detaches what it does not receive.
+  std::vector<ValueFacts> operator()(const Capture& op) const { return {leaves.at(static_cast<size_t>(op.leaf))}; }
   std::vector<ValueFacts> operator()(const Checkpoint&) const {
     throw std::logic_error("plain_op_facts: a checkpoint's outputs come from its body");
   }
@@ -175,11 +178,19 @@ ValueFacts as_body_input(ValueFacts facts) {
   return facts;
 }
 
-std::vector<ValueFacts> plain_op_facts(const Op& op, const std::vector<ValueFacts>& values, int64_t* copies) {
+std::vector<ValueFacts> plain_op_facts(const Op& op, const std::vector<ValueFacts>& values,
+                                       const std::vector<ValueFacts>& leaves, int64_t* copies) {
   int64_t ignored = 0;
   int64_t* const made = copies != nullptr ? copies : &ignored;
   *made = 0;
-  return std::visit(PlainOpFacts{values, made}, op);
+  return std::visit(PlainOpFacts{values, leaves, made}, op);
+}
+
+std::vector<ValueFacts> leaves_facts(const Case& c) {
+  std::vector<ValueFacts> facts;
+  facts.reserve(c.leaves.size());
+  for (const Leaf& leaf : c.leaves) facts.push_back(leaf_facts(c, leaf));
+  return facts;
 }
 
 std::vector<ValueFacts> checkpoint_output_facts(const std::vector<ValueFacts>& args,

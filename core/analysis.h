@@ -44,10 +44,15 @@ ValueFacts arg_facts(const Arg& arg, const std::vector<ValueFacts>& values);
 ValueFacts as_body_input(ValueFacts facts);
 
 // What a plain op (every op but checkpoint and fork, whose bodies the caller walks) makes from
-// `values`: one value, or none (stash). `copies`, when given: the elements of the largest
-// temporary it makes on the way (matmul's operands expanded to the batch sizes). The op's
-// references must be defined (validation checks them first).
-std::vector<ValueFacts> plain_op_facts(const Op& op, const std::vector<ValueFacts>& values, int64_t* copies = nullptr);
+// `values`: one value, or none (stash). `leaves`: the case's leaves' facts (leaf_facts), which
+// a capture reads wherever it sits. `copies`, when given: the elements of the largest temporary
+// it makes on the way (matmul's operands expanded to the batch sizes). The op's references must
+// be defined (validation checks them first, a capture's leaf too).
+std::vector<ValueFacts> plain_op_facts(const Op& op, const std::vector<ValueFacts>& values,
+                                       const std::vector<ValueFacts>& leaves, int64_t* copies = nullptr);
+
+// leaf_facts of every leaf of `c`, in order.
+std::vector<ValueFacts> leaves_facts(const Case& c);
 
 // A checkpoint's outputs from its body's: the Function's tensor outputs are new non-leaf
 // tensors, and the floating ones require grad when any tensor argument does.

@@ -44,6 +44,7 @@ const char* op_name(const Op& op) {
     const char* operator()(const Fork&) const { return "fork"; }
     const char* operator()(const Autocast&) const { return "autocast"; }
     const char* operator()(const Discard&) const { return "discard"; }
+    const char* operator()(const Capture&) const { return "capture"; }
   };
   return std::visit(Visit{}, op);
 }
@@ -75,6 +76,8 @@ struct OpInputs {
     refs.push_back(o.hook);
     return refs;
   }
+  // A root leaf, not a value of its segment.
+  std::vector<int> operator()(const Capture&) const { return {}; }
 };
 }  // namespace
 

@@ -184,8 +184,16 @@ struct Discard {
   int hook = 0;
 };
 
+// A parameter a body captures instead of receiving it, as a layer's weight: the root's leaf
+// `leaf` itself (the same tensor, not a copy, and not detached by any checkpoint around it),
+// wherever the op sits. A reentrant checkpoint sees only its arguments: when none of them
+// requires grad, the parameter gets no gradient through it.
+struct Capture {
+  int leaf = 0;
+};
+
 using Op = std::variant<Unary, Binary, Matmul, View, InPlace, Reduce, Argmax, Random, Stash, Raise,
-                        Checkpoint, Fork, Autocast, Discard>;
+                        Checkpoint, Fork, Autocast, Discard, Capture>;
 
 struct Segment {
   std::vector<Op> ops;

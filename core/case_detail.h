@@ -38,6 +38,17 @@ inline constexpr Names<Raise::When> kRaiseWhens[] = {
 inline constexpr Names<Random::Fn> kRandomFns[] = {
     {Random::Fn::dropout, "dropout"}, {Random::Fn::noise, "noise"}, {Random::Fn::rrelu, "rrelu"}};
 
+// What a random op's p must be for its fn ("a dropout probability in [0, 1)"), or "" where it
+// is that: the file reader and validation refuse with the same words.
+inline std::string random_p_expected(const Random& op) {
+  switch (op.fn) {
+    case Random::Fn::dropout: return op.p >= 0.0 && op.p < 1.0 ? "" : "a dropout probability in [0, 1)";
+    case Random::Fn::rrelu: return op.p >= kRreluLower && op.p <= 1.0 ? "" : "rrelu's upper slope in [0.125, 1]";
+    case Random::Fn::noise: return "";
+  }
+  return "";
+}
+
 template <typename E, size_t N>
 inline const char* name_of(const Names<E> (&table)[N], E value) {
   for (const auto& entry : table) {

@@ -161,6 +161,7 @@ struct OpToJson {
     j["checkpoints"] = op.checkpoints;
     j["hook"] = op.hook;
   }
+  void operator()(const Capture& op) { j["leaf"] = op.leaf; }
 };
 
 json segment_to_json(const Segment& segment);
@@ -283,12 +284,7 @@ struct OpFromJson {
     if (op.source == RngSource::tracker) op.tracker_state = r.field("tracker_state").string();
     else if (r.has("tracker_state")) throw CaseError(r.path() + ".tracker_state: only allowed with \"source\": \"tracker\"");
     op.p = r.field("p").number();
-    if (op.fn == Random::Fn::dropout && !(op.p >= 0.0 && op.p < 1.0)) {
-      r.field("p").fail("a dropout probability in [0, 1)");
-    }
-    if (op.fn == Random::Fn::rrelu && !(op.p >= kRreluLower && op.p <= 1.0)) {
-      r.field("p").fail("rrelu's upper slope in [0.125, 1]");
-    }
+    if (const std::string expected = random_p_expected(op); !expected.empty()) r.field("p").fail(expected);
     op.x = x();
     return op;
   }
@@ -343,6 +339,10 @@ struct OpFromJson {
     if (op.checkpoints.empty()) r.field("checkpoints").fail("the first output of at least one checkpoint without output");
     op.hook = value_ref(r.field("hook"));
     return op;
+  }
+  Capture operator()(std::in_place_type_t<Capture>) const {
+    r.only({"op", "leaf"});
+    return Capture{value_ref(r.field("leaf"))};
   }
 };
 

@@ -74,6 +74,8 @@ struct OpShow {
     for (int ref : op.checkpoints) checkpoints += (checkpoints.empty() ? "" : ", ") + v(ref);
     return "discard_outputs([" + checkpoints + "], recompute_on_grad_of=" + v(op.hook) + ")";
   }
+  // The root's leaf, wherever the op sits (in a body, v0.. are the body's inputs).
+  std::string operator()(const Capture& op) const { return "capture(leaves[" + std::to_string(op.leaf) + "])"; }
 };
 
 void show_segment(const Segment& segment, int input_count, const std::string& indent, std::ostringstream& out) {

@@ -72,13 +72,16 @@ struct InputField {
   }
   std::string operator()(const Fork&) const { return ".args[" + std::to_string(k) + "]"; }
   std::string operator()(const Autocast&) const { return ".args[" + std::to_string(k) + "]"; }
+  std::string operator()(const Capture&) const { return ".leaf"; }  // reads no value of its segment
 };
 
 std::string input_field(const Op& op, std::size_t k) { return std::visit(InputField{k}, op); }
 
 // Checks a segment whose inputs are `values` (core/analysis.h); gives its outputs'.
-std::vector<ValueFacts> validate_segment(const Segment& segment, std::vector<ValueFacts> values, int depth,
-                                    const std::string& path, ValueBytes& value_bytes) {
+// `leaves`: the case's leaves' facts, which a capture reads at any depth.
+std::vector<ValueFacts> validate_segment(const Segment& segment, std::vector<ValueFacts> values,
+                                         const std::vector<ValueFacts>& leaves, int depth, const std::string& path,
+                                         ValueBytes& value_bytes) {
   const Limits& limits = value_bytes.limits;
   if (depth > limits.depth) throw CaseError(path + ": " + over_limit("nesting depth", depth, "depth", limits.depth));
   // The first output of each checkpoint without output here, and whether a discard named it.
@@ -97,7 +100,16 @@ std::vector<ValueFacts> validate_segment(const Segment& segment, std::vector<Val
         args.push_back(as_body_input(arg_facts(checkpoint->args[a], values)));
       }
       const std::vector<ValueFacts> body =
-          validate_segment(*checkpoint->body, args, depth + 1, op_path + ".body", value_bytes);
+          validate_segment(*checkpoint->body, args, leaves, depth + 1, op_path + ".body", value_bytes);
+      for (size_t o = 0; o < body.size(); ++o) {
+        // A value that is a leaf inside a body is a captured leaf, the root's tensor itself: the
+        // Function would make it its output, giving the leaf a grad_fn (libtorch's recomputation
+        // then waits on its own node forever).
+        if (body[o].kind == ValueFacts::Kind::tensor && body[o].leaf) {
+          throw CaseError(op_path + ".body.outputs[" + std::to_string(o) +
+                          "]: a checkpoint's body returns a captured leaf itself (return a value computed from it)");
+        }
+      }
       made = checkpoint_output_facts(args, body);
       if (checkpoint->without_output) {
         if (checkpoint->distribute) throw CaseError(op_path + ".distribute: a checkpoint without output does not distribute");
@@ -133,12 +145,17 @@ std::vector<ValueFacts> validate_segment(const Segment& segment, std::vector<Val
         validate_ref(refs[a], available, op_path + input_field(op, a));
         args.push_back(as_body_input(values[refs[a]]));
       }
-      made = validate_segment(*op_body(op), std::move(args), depth + 1, op_path + ".body", value_bytes);
+      made = validate_segment(*op_body(op), std::move(args), leaves, depth + 1, op_path + ".body", value_bytes);
     } else {
       const auto inputs = op_inputs(op);
       for (std::size_t k = 0; k < inputs.size(); ++k) validate_ref(inputs[k], available, op_path + input_field(op, k));
+      if (const auto* capture = std::get_if<Capture>(&op);
+          capture != nullptr && (capture->leaf < 0 || static_cast<size_t>(capture->leaf) >= leaves.size())) {
+        throw CaseError(op_path + ".leaf: leaf " + std::to_string(capture->leaf) + " is not one of the case's " +
+                        std::to_string(leaves.size()) + " leaves");
+      }
       int64_t copies = 0;
-      made = plain_op_facts(op, values, &copies);
+      made = plain_op_facts(op, values, leaves, &copies);
       if (!made.empty()) {
         // A leaf within the limits can still make a value far over them ([n, 1] + [1, n]):
         // each value an op makes, and each temporary on the way, is held to the leaves'
@@ -159,11 +176,8 @@ std::vector<ValueFacts> validate_segment(const Segment& segment, std::vector<Val
       }
     }
     if (const auto* random = std::get_if<Random>(&op)) {
-      if (random->fn == Random::Fn::dropout && !(random->p >= 0.0 && random->p < 1.0)) {
-        throw CaseError(op_path + ".p: expected a dropout probability in [0, 1)");
-      }
-      if (random->fn == Random::Fn::rrelu && !(random->p >= kRreluLower && random->p <= 1.0)) {
-        throw CaseError(op_path + ".p: expected rrelu's upper slope in [0.125, 1]");
+      if (const std::string expected = random_p_expected(*random); !expected.empty()) {
+        throw CaseError(op_path + ".p: expected " + expected);
       }
     }
     values.insert(values.end(), made.begin(), made.end());
@@ -213,8 +227,7 @@ void validate(const Case& c, const Limits& limits) {
   }
   const CaseStats s = stats(c);
   if (s.ops > limits.ops) throw CaseError("case: " + over_limit("op count", s.ops, "ops", limits.ops));
-  std::vector<ValueFacts> leaves;
-  for (const Leaf& leaf : c.leaves) leaves.push_back(leaf_facts(c, leaf));
+  const std::vector<ValueFacts> leaves = leaves_facts(c);
   // Every run of a case (up to three at once: eager, oracle, sut) keeps a record of each
   // iteration, which holds a copy of each leaf's data and gradient and of each root output.
   const int64_t records = saturating_times(3, c.iterations);
@@ -225,7 +238,7 @@ void validate(const Case& c, const Limits& limits) {
     value_bytes.add(element_count(c.leaves[i].shape), saturating_plus(3, saturating_times(2, records)),
                     [&] { return "case.leaves[" + std::to_string(i) + "]"; });
   }
-  const std::vector<ValueFacts> outputs = validate_segment(c.root, std::move(leaves), 0, "case.root", value_bytes);
+  const std::vector<ValueFacts> outputs = validate_segment(c.root, leaves, leaves, 0, "case.root", value_bytes);
   // A root output: its double-precision loss weight, kept for the case, the weight's copy in
   // the output's dtype, which backward keeps, and its records.
   for (size_t o = 0; o < outputs.size(); ++o) {

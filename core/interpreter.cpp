@@ -75,9 +75,11 @@ std::string describe_non_tensor(const Value& value) {
 
 class Interpreter {
  public:
-  Interpreter(const Case& c, CheckpointImplementation& implementation, const RunOptions& options,
+  // `leaves`: the case's leaves, which a capture hands out wherever it sits.
+  Interpreter(const Case& c, Values leaves, CheckpointImplementation& implementation, const RunOptions& options,
               Observations& observations)
-      : implementation_(implementation),
+      : leaves_(std::move(leaves)),
+        implementation_(implementation),
         options_(options),
         obs_(observations),
         trace_index_(!options.record_op_trace || c.device != "cpu" ? nullptr
@@ -246,6 +248,9 @@ class Interpreter {
 
   Values run(const Discard&, const Values&) { throw std::logic_error("a discard runs in run_segment"); }
 
+  // The leaf itself: a parameter the body captures, not an argument any checkpoint detaches.
+  Values run(const Capture& op, const Values&) { return {leaves_.at(static_cast<size_t>(op.leaf))}; }
+
   Values run(const Fork& op, const Values& v) {
     Values args;
     for (int ref : op.args) args.push_back(v.at(ref));
@@ -339,6 +344,7 @@ class Interpreter {
     return outputs;
   }
 
+  const Values leaves_;
   CheckpointImplementation& implementation_;
   const RunOptions& options_;
   Observations& obs_;
@@ -423,7 +429,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
     return obs;
   }
   Values leaf_values(leaves.begin(), leaves.end());
-  Interpreter interpreter(c, implementation, options, obs);
+  Interpreter interpreter(c, leaf_values, implementation, options, obs);
   std::optional<memory::AllocationLog> allocations;
   if (measure && memory::allocation_log_available(on_cuda)) {
     allocations.emplace(on_cuda);

@@ -237,6 +237,7 @@ struct MayWrite {
   bool operator()(const Random&) const { return false; }
   bool operator()(const Stash&) const { return false; }
   bool operator()(const Raise&) const { return false; }
+  bool operator()(const Capture&) const { return false; }
 };
 
 }  // namespace
@@ -291,6 +292,13 @@ void TraceRecorder::op_returned(size_t at, ValuePrints& prints, const std::vecto
   const int n = trace_[at].op;
   returned(at, prints.of_from(values, first_output), index_->may_write[n] ? prints.of(values, index_->refs[n]) : trace_[at].inputs);
   trace_[at].drawn = drawn;
+  uint32_t requires_grad = 0;
+  for (size_t k = first_output; k < values.size() && k - first_output < 32; ++k) {
+    if (is_tensor(values[k]) && as_tensor(values[k]).defined() && as_tensor(values[k]).requires_grad()) {
+      requires_grad |= uint32_t{1} << (k - first_output);
+    }
+  }
+  trace_[at].requires_grad = requires_grad;
 }
 
 size_t TraceRecorder::body_began(const Checkpoint& checkpoint, ValuePrints& prints, const std::vector<Value>& inputs,

@@ -27,6 +27,10 @@ struct OpExecution {
   uint64_t outputs = 0;       // of the tensors it made
   uint64_t inputs_after = 0;  // of the tensors it read, as it returned: an op that changed them
   uint64_t drawn = 0;         // a random op's: of the numbers it took from its generator
+  // Bit k: the op's kth output (of its first 32) requires grad as it returned. Eager mode and a
+  // checkpoint agree on it outside every checkpoint's body; a checkpoint that decides otherwise
+  // (an autograd.Function's outputs all require grad when an input does) parts there.
+  uint32_t requires_grad = 0;
   int64_t started = 0;
   int64_t ended = -1;         // -1: it raised
 };

@@ -32,7 +32,7 @@ constexpr std::size_t kOpPairs = kOpByDepth + kOpKinds * kDepths;       // kind 
 constexpr std::size_t kMaxDepth = kOpPairs + kOpKinds * kOpKinds;       // 0..15
 constexpr std::size_t kArgs = kMaxDepth + 16;                           // kind x position
 constexpr std::size_t kRng = kArgs + kArgKinds * kArgPositions;         // source x context x fn
-constexpr std::size_t kDtypes = kRng + 3 * 3 * 2;                       // case dtype, leaf dtypes
+constexpr std::size_t kDtypes = kRng + 3 * 3 * 3;                       // case dtype, leaf dtypes
 constexpr std::size_t kShapes = kDtypes + 10;                           // leaf dims 1..8
 constexpr std::size_t kVerdicts = kShapes + 16;                         // property x class
 constexpr std::size_t kLabels = kVerdicts + 16 * 5;                     // hashed corner labels
@@ -49,8 +49,9 @@ std::size_t clamp(std::size_t v, std::size_t n) { return v < n ? v : n - 1; }
 enum ArgKind : std::size_t { kTensorGrad, kTensorNoGrad, kIntTensor, kViewArg, kRepeated, kNone, kInt, kDouble, kBool, kString };
 
 // Bumps the counters of what `segment` holds; gives the facts of its outputs (core/analysis.h).
-std::vector<ValueFacts> walk(const Segment& segment, std::vector<ValueFacts> values, std::size_t depth, bool in_checkpoint,
-                             bool in_fork) {
+// `leaves`: the case's, which a capture reads at any depth.
+std::vector<ValueFacts> walk(const Segment& segment, std::vector<ValueFacts> values, const std::vector<ValueFacts>& leaves,
+                             std::size_t depth, bool in_checkpoint, bool in_fork) {
   std::size_t previous = kOpKinds;  // none yet
   for (const Op& op : segment.ops) {
     const std::size_t kind = op.index();
@@ -59,7 +60,7 @@ std::vector<ValueFacts> walk(const Segment& segment, std::vector<ValueFacts> val
     previous = kind;
     if (const auto* r = std::get_if<Random>(&op)) {
       const std::size_t context = in_fork ? 2 : in_checkpoint ? 1 : 0;
-      bump(kRng + (static_cast<std::size_t>(r->source) * 3 + context) * 2 + static_cast<std::size_t>(r->fn));
+      bump(kRng + (static_cast<std::size_t>(r->source) * 3 + context) * 3 + static_cast<std::size_t>(r->fn));
     }
     std::vector<ValueFacts> body_inputs;
     std::vector<ValueFacts> outputs;
@@ -91,15 +92,15 @@ std::vector<ValueFacts> walk(const Segment& segment, std::vector<ValueFacts> val
         bump(kArgs + arg_kind * kArgPositions + clamp(i, kArgPositions));
         body_inputs.push_back(as_body_input(f));
       }
-      outputs = checkpoint_output_facts(body_inputs, walk(*ck->body, body_inputs, depth + 1, true, in_fork));
+      outputs = checkpoint_output_facts(body_inputs, walk(*ck->body, body_inputs, leaves, depth + 1, true, in_fork));
     } else if (const auto* fork = std::get_if<Fork>(&op)) {
       for (int a : fork->args) body_inputs.push_back(as_body_input(arg_facts(Ref{a}, values)));
-      outputs = walk(*fork->body, body_inputs, depth, in_checkpoint, true);
+      outputs = walk(*fork->body, body_inputs, leaves, depth, in_checkpoint, true);
     } else if (const auto* autocast = std::get_if<Autocast>(&op)) {
       for (int a : autocast->args) body_inputs.push_back(as_body_input(arg_facts(Ref{a}, values)));
-      outputs = walk(*autocast->body, body_inputs, depth, in_checkpoint, in_fork);
+      outputs = walk(*autocast->body, body_inputs, leaves, depth, in_checkpoint, in_fork);
     } else {
-      outputs = plain_op_facts(op, values);
+      outputs = plain_op_facts(op, values, leaves);
     }
     values.insert(values.end(), outputs.begin(), outputs.end());
   }
@@ -129,7 +130,7 @@ void record_case(const Case& c) {
     leaves.push_back(leaf_facts(c, leaf));
   }
   bump(kDtypes + static_cast<std::size_t>(c.dtype));
-  walk(c.root, leaves, 0, false, false);
+  walk(c.root, leaves, leaves, 0, false, false);
   bump(kMaxDepth + clamp(static_cast<std::size_t>(max_checkpoint_depth(c.root)), 16));
   for (const std::string& label : case_features(c)) bump(kLabels + std::hash<std::string>{}(label) % kLabelSlots);
 }

@@ -45,14 +45,15 @@ void SegmentBuilder::add_op() {
   const size_t per_segment = scale > 1 ? static_cast<size_t>(kDefaultMaxOps) : 1;
   // Every op is drawn: here (a kind and a weight), or in case_decorations.cpp (autocast regions
   // and discards). A new op fails this until it is drawn in one of them and counted here.
-  static_assert(std::variant_size_v<Op> == 14,
+  static_assert(std::variant_size_v<Op> == 15,
                 "a new op: give it a kind and a weight here or draw it in case_decorations.cpp, then count it "
                 "(docs/adding-an-op.md)");
   const size_t kind = pick_weighted({{20 * scale, kUnary}, {15 * scale, kBinary}, {6 * scale, kMatmul}, {8 * scale, kView},
                                      {3 * scale, kReduce}, {2 * scale, kArgmax}, {16 * scale, kRandom}, {5 * scale, kStash},
                                      {nested * per_segment, kCheckpoint}, {fork * per_segment, kFork},
                                      {(depth_ > 0 ? 3u : 1u) * per_segment, kRaise},
-                                     {(depth_ > 0 ? 4u : 0u) * scale, kInPlaceInput}});
+                                     {(depth_ > 0 ? 4u : 0u) * scale, kInPlaceInput},
+                                     {(depth_ > 0 ? 4u : 0u) * scale, kCapture}});
   const int x = pick(floats);
   const ValueInfo& xi = values_[x];
   switch (kind) {
@@ -180,6 +181,9 @@ void SegmentBuilder::add_op() {
       push(Raise{x, when}, xi);
       return;
     }
+    case kCapture:
+      add_capture(x);
+      return;
     case kInPlaceInput: {
       // A body that modifies an input that does not require grad in place, as a module that
       // scales a buffer it was given: legal in eager mode, and run again by every recomputation.
@@ -203,6 +207,44 @@ std::string SegmentBuilder::pick_tracker_state() {
                                                  {24, rng::kDataParallelRngTrackerName},
                                                  {16, rng::kExpertParallelRngTrackerName},
                                                  {1, "no-such-rng"}});  // unknown: Megatron's tracker raises
+}
+
+void SegmentBuilder::add_capture(int x) {
+  std::vector<int> floating;
+  for (size_t l = 0; l < leaves_.size(); ++l) {
+    if (is_float_tensor(leaves_[l])) floating.push_back(static_cast<int>(l));
+  }
+  if (floating.empty()) {
+    push(Unary{Unary::Fn::tanh, x}, values_[x]);
+    return;
+  }
+  const int leaf = pick(floating);
+  push(Capture{leaf}, leaves_[static_cast<size_t>(leaf)]);
+  const int w = static_cast<int>(values_.size()) - 1;
+  const ValueInfo& wi = values_[w];
+  std::vector<int> left;  // a @ w
+  std::vector<int> same;  // a * w, a + w
+  for (int f : float_tensors()) {
+    if (values_[f].captured) continue;
+    if (values_[f].shape.size() == 2 && wi.shape.size() == 2 && values_[f].shape[1] == wi.shape[0]) left.push_back(f);
+    if (values_[f].shape == wi.shape) same.push_back(f);
+  }
+  if (left.empty() && same.empty()) {
+    ValueInfo out = wi;
+    out.captured = false;
+    push(Unary{Unary::Fn::tanh, w}, out);
+    return;
+  }
+  const bool matmul = !left.empty() && (same.empty() || choose_in_range(0, 3) != 0);
+  const int a = pick(matmul ? left : same);
+  ValueInfo out = values_[a];
+  out.requires_grad = values_[a].requires_grad || wi.requires_grad;
+  if (matmul) {
+    out.shape = {values_[a].shape[0], wi.shape[1]};
+    push(Matmul{a, w}, out);
+  } else {
+    push(Binary{pick(std::vector<Binary::Fn>{Binary::Fn::mul, Binary::Fn::add}), a, w}, out);
+  }
 }
 
 Arg SegmentBuilder::pick_arg(const std::vector<Arg>& earlier, std::vector<ValueInfo>& child_inputs) {
@@ -253,6 +295,7 @@ void SegmentBuilder::choose_outputs(bool is_root) {
     for (size_t i = 0; i < values_.size(); ++i) {
       const bool tensor = values_[i].kind == ValueInfo::Kind::tensor;
       if (tensor_outputs_only_ && (!tensor || values_[i].handed_off)) continue;
+      if (values_[i].captured) continue;
       if (!values_[i].requires_grad || !tensor) no_grad.push_back(static_cast<int>(i));
     }
     const std::vector<int> floats = float_tensors();
@@ -268,7 +311,10 @@ void SegmentBuilder::choose_outputs(bool is_root) {
       output_infos_.push_back(values_[ref]);
     }
   }
-  std::vector<int> candidates = is_root ? float_tensors() : tensors();
+  std::vector<int> candidates;
+  for (int c : is_root ? float_tensors() : tensors()) {
+    if (!values_[static_cast<size_t>(c)].captured) candidates.push_back(c);  // the leaf itself, handed on
+  }
   if (!is_root && !tensor_outputs_only_) {
     // A body may also return a literal or None it was given.
     for (size_t i = 0; i < values_.size(); ++i) {
@@ -351,7 +397,7 @@ Case build_segments(const GenOptions& options) {
     const bool floating = !leaf.dtype || (*leaf.dtype != DType::int64 && *leaf.dtype != DType::boolean);
     inputs.push_back(ValueInfo{ValueInfo::Kind::tensor, leaf.shape, floating, leaf.requires_grad});
   }
-  SegmentBuilder root(options, 0, inputs);
+  SegmentBuilder root(options, inputs, 0, inputs);
   c.root = root.build(/*is_root=*/true);
   draw_decorations(c);
   return c;

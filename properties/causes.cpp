@@ -192,6 +192,43 @@ std::string describe_parting(const Parting& parting, const std::vector<OpSite>& 
   return parting.what == Parting::What::made ? "what " + op + " made" : op + " changed what it read";
 }
 
+// Where, outside every checkpoint's body, an op's output first requires grad otherwise than eager
+// mode's (in forward, in iterations up to `last_iteration`), with which way: values that agree
+// reach the loss otherwise (an autograd.Function's outputs all require grad when an input does,
+// and none does when no input does, whatever its body captured). `symptom`: what the run has
+// that eager mode lacks (+1: a gradient or loss eager mode has none of) or lacks (-1), 0 where
+// neither: a parting that way is preferred, the first of either way otherwise. "" where none.
+std::string requires_grad_parting(const Observations& run, const Observations& eager, const std::vector<OpSite>& sites,
+                                  int last_iteration, int symptom) {
+  const std::vector<Keyed> theirs = executions(eager, false);
+  struct First {
+    const OpExecution* at = nullptr;
+  } extra, lacking;  // an output requiring grad where eager's does not, and the other way
+  for (const Keyed& mine : executions(run, false)) {
+    const OpExecution* e = mine.execution;
+    if (std::get<0>(mine.key) > last_iteration || e->body || e->ended < 0) continue;
+    if (e->op < 0 || static_cast<size_t>(e->op) >= sites.size()) continue;
+    const std::vector<const Op*>& around = sites[e->op].enclosing;
+    if (std::any_of(around.begin(), around.end(), [](const Op* op) { return std::holds_alternative<Checkpoint>(*op); })) continue;
+    const OpExecution* other = counterpart(theirs, mine.key);
+    if (other == nullptr || other->ended < 0) continue;
+    if ((e->requires_grad & ~other->requires_grad) != 0 && (extra.at == nullptr || e->ended < extra.at->ended)) extra.at = e;
+    if ((~e->requires_grad & other->requires_grad) != 0 && (lacking.at == nullptr || e->ended < lacking.at->ended)) lacking.at = e;
+  }
+  const OpExecution* first = symptom > 0 && extra.at != nullptr     ? extra.at
+                             : symptom < 0 && lacking.at != nullptr ? lacking.at
+                             : extra.at == nullptr                  ? lacking.at
+                             : lacking.at == nullptr                ? extra.at
+                             : extra.at->ended < lacking.at->ended  ? extra.at
+                                                                    : lacking.at;
+  if (first == nullptr) return "";
+  const std::string op = describe_op_site(sites[first->op]);
+  return "forward parts from eager's in requires_grad at " +
+         (op_body(*sites[first->op].op) != nullptr ? "the return of " + op : "what " + op + " made") +
+         (first == extra.at ? ": an output requires grad where eager's does not"
+                            : ": an output does not require grad where eager's does");
+}
+
 // Where a run first parts from eager mode (in forward, before the iteration where their errors
 // part, if they do) or from its own forward (in a recomputation), in iterations up to
 // `last_iteration`; "" when it does not, or when no trace was recorded.
@@ -549,9 +586,15 @@ std::string CauseSignatures::of(const PropertyResult& result) {
       shown = evidence(failing, /*with_difference=*/false);
       oracle_shown = result.oracle.holds || !sut_fails ? shown : evidence(result.oracle, false);
     }
+    if (location.empty() && !run.trace.empty() && !in_recomputation && eager != nullptr && !eager->trace.empty()) {
+      const Difference* d = failing.difference ? &*failing.difference : nullptr;
+      const bool defined = d != nullptr && d->kind == "defined";
+      const int symptom = defined && d->reference == "None" ? 1 : defined && d->subject == "None" ? -1 : 0;
+      location = requires_grad_parting(run, *eager, sites(), failing.iteration < 0 ? INT_MAX : failing.iteration, symptom);
+    }
     if (location.empty() && !run.trace.empty()) {
       location = in_recomputation ? "no op's recomputation differs from its forward"
-                                                         : "every op agrees with eager's: it arises in backward";
+                                  : "every op agrees with eager's: it arises in backward";
     }
   }
   std::string signature = result.property + " " + to_string(result.classification) + ": " + shown;

@@ -39,10 +39,14 @@ void SegmentBuilder::add_checkpoint() {
     // tensor that is not a view, which the caller does not read again. Otherwise a view
     // (Megatron refuses it) or any argument, which the caller may read again and then sees
     // the 1-D chunk: pre-existing findings, both.
-    const std::vector<int> floats = float_tensors();
+    std::vector<int> floats;
+    for (int f : float_tensors()) {
+      if (!values_[f].captured) floats.push_back(f);
+    }
+    if (floats.empty()) floats = float_tensors();  // a body whose only float tensor is a captured leaf
     handed_off = floats.back();
     for (auto it = floats.rbegin(); it != floats.rend(); ++it) {
-      if (!values_[*it].view) {
+      if (!values_[*it].view && !values_[*it].captured) {
         handed_off = *it;
         break;
       }
@@ -59,7 +63,7 @@ void SegmentBuilder::add_checkpoint() {
   }
   while (static_cast<int>(op.args.size()) < arg_count) op.args.push_back(pick_arg(op.args, child_inputs));
   if (handed_off) values_[*handed_off].handed_off = true;
-  SegmentBuilder child(options_, depth_ + 1, child_inputs, fork_depth_);
+  SegmentBuilder child(options_, leaves_, depth_ + 1, child_inputs, fork_depth_);
   op.body = child.build(/*is_root=*/false, /*nested_first=*/choose_in_range(0, 4) == 3);
   // A residual connection, `x + layer(x)`: an argument is used again after the checkpoint,
   // so autograd accumulates into it from two places.
@@ -189,7 +193,7 @@ std::optional<std::pair<int, int>> SegmentBuilder::add_consumed_checkpoint(std::
     op.args.push_back(Ref{ref});
     child_inputs.push_back(values_[ref]);
   }
-  SegmentBuilder child(options_, depth_ + 1, child_inputs, fork_depth_);
+  SegmentBuilder child(options_, leaves_, depth_ + 1, child_inputs, fork_depth_);
   child.tensor_outputs_only_ = true;
   op.body = child.build(/*is_root=*/false);
   const int first_output = static_cast<int>(values_.size());
@@ -261,9 +265,9 @@ bool SegmentBuilder::add_layer() {
     inputs.push_back(values_[buffer]);
   }
   // Megatron's transformer layers distribute their hidden states, args[0], under full recompute.
-  op.distribute = !values_[h].view && options_.distribute_one_in > 0 && choose_in_range(0, 3) == 2;
+  op.distribute = !values_[h].view && !values_[h].captured && options_.distribute_one_in > 0 && choose_in_range(0, 3) == 2;
   if (op.distribute) values_[h].handed_off = true;
-  SegmentBuilder layer(options_, depth_ + 1, inputs, fork_depth_);
+  SegmentBuilder layer(options_, leaves_, depth_ + 1, inputs, fork_depth_);
   op.body = layer.build_layer_body();
   draw_call_options(op);
   segment_.ops.push_back(std::move(op));
@@ -275,7 +279,7 @@ bool SegmentBuilder::add_layer() {
 Segment SegmentBuilder::build_layer_body() {
   Checkpoint sublayer;
   sublayer.args = {Ref{0}};
-  SegmentBuilder child(options_, depth_ + 1, {values_[0]}, fork_depth_);
+  SegmentBuilder child(options_, leaves_, depth_ + 1, {values_[0]}, fork_depth_);
   sublayer.body = child.build(/*is_root=*/false);
   draw_call_options(sublayer);
   segment_.ops.push_back(std::move(sublayer));
@@ -309,7 +313,7 @@ void SegmentBuilder::add_fork() {
     op.args.push_back(pick(floats));
     child_inputs.push_back(values_[op.args.back()]);
   }
-  SegmentBuilder child(options_, depth_, child_inputs, fork_depth_ + 1);
+  SegmentBuilder child(options_, leaves_, depth_, child_inputs, fork_depth_ + 1);
   op.body = child.build(/*is_root=*/false);
   segment_.ops.push_back(std::move(op));
   for (const ValueInfo& info : child.output_infos()) values_.push_back(info);

@@ -245,6 +245,7 @@ class SegmentWriter {
              ", enabled=" + (o.enabled ? "True" : "False") + "):\n        v.extend(seg_" + std::to_string(body) +
              "(run, " + held_all(o.args) + "))";
     }
+    std::string operator()(const Capture& o) const { return "v.append(run.leaves[" + std::to_string(o.leaf) + "])"; }
     std::string operator()(const Discard& o) const {
       std::string named;
       for (int k : o.checkpoints) named += "kept[" + std::to_string(k) + "], ";

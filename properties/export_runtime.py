@@ -160,6 +160,7 @@ class Run:
         self.stash = {}
         self.calls = []
         self.detached = []
+        self.leaves = []  # the case's leaves: what a capture op hands a body (the leaf itself)
         self.iteration = 0
         self.reads = []  # the flag readings of each checkpoint body call running, innermost last
 
@@ -323,6 +324,7 @@ def run_case(checkpoint, without_output=None):
     seed_all()
     leaves = make_leaves()
     run = Run(checkpoint, without_output)
+    run.leaves = leaves
     seen = {"iterations": [], "error": None, "calls": run.calls}
     for iteration in range(ITERATIONS):
         run.iteration = iteration

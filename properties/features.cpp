@@ -13,7 +13,7 @@ namespace {
 
 class FeatureWalker {
  public:
-  explicit FeatureWalker(std::set<std::string>& out) : out_(out) {}
+  FeatureWalker(std::set<std::string>& out, std::vector<ValueFacts> leaves) : out_(out), leaves_(std::move(leaves)) {}
 
   // Returns the facts of the segment's outputs.
   std::vector<ValueFacts> walk(const Segment& segment, std::vector<ValueFacts> values, int depth, bool in_fork) {
@@ -36,6 +36,16 @@ class FeatureWalker {
       }
       if (const auto* s = std::get_if<Stash>(&op)) {
         out_.insert(static_cast<size_t>(s->x) < input_count && depth > 0 ? "stash of a body input" : "stash");
+      }
+      if (const auto* capture = std::get_if<Capture>(&op)) {
+        const bool parameter = leaves_.at(static_cast<size_t>(capture->leaf)).requires_grad;
+        if (!parameter) out_.insert("capture of a frozen leaf");
+        if (depth > 0 && parameter) {
+          out_.insert("capture of a parameter inside a checkpoint");
+          if (!checkpoint_args_grad_.empty() && !checkpoint_args_grad_.back()) {
+            out_.insert("capture of a parameter where no checkpoint argument requires grad");
+          }
+        }
       }
       if (const auto* r = std::get_if<Raise>(&op)) {
         out_.insert(r->when == Raise::When::always      ? "raise in forward"
@@ -69,7 +79,7 @@ class FeatureWalker {
         }
         produced = walk_checkpoint(*c, values, input_count, depth, in_fork);
       } else {
-        produced = plain_op_facts(op, values);
+        produced = plain_op_facts(op, values, leaves_);
       }
       for (ValueFacts& f : produced) {
         values.push_back(f);
@@ -136,8 +146,14 @@ class FeatureWalker {
       args.push_back(f);
     }
     std::vector<ValueFacts> inside;
-    for (const ValueFacts& f : args) inside.push_back(as_body_input(f));
+    bool any_requires_grad = false;
+    for (const ValueFacts& f : args) {
+      inside.push_back(as_body_input(f));
+      any_requires_grad = any_requires_grad || (f.kind == ValueFacts::Kind::tensor && f.requires_grad);
+    }
+    checkpoint_args_grad_.push_back(any_requires_grad);
     const std::vector<ValueFacts> body_outputs = walk(*c.body, inside, depth + 1, false);
+    checkpoint_args_grad_.pop_back();
     if (body_outputs.size() >= 2) out_.insert("body: several outputs");
     for (size_t o = 0; o < body_outputs.size(); ++o) {
       const ValueFacts& f = body_outputs[o];
@@ -150,6 +166,10 @@ class FeatureWalker {
   }
 
   std::set<std::string>& out_;
+  const std::vector<ValueFacts> leaves_;
+  // For each checkpoint around the segment walked, innermost last: whether a tensor argument of
+  // it requires grad (a reentrant checkpoint's outputs require grad only then).
+  std::vector<bool> checkpoint_args_grad_;
 };
 
 }  // namespace
@@ -164,9 +184,8 @@ std::vector<std::string> case_features(const Case& c) {
     for (int64_t d : leaf.shape) elements *= d;
     if (elements >= 64 * 64) features.insert("large tensors (4,096 elements or more)");
   }
-  std::vector<ValueFacts> leaves;
-  for (const Leaf& leaf : c.leaves) leaves.push_back(leaf_facts(c, leaf));
-  FeatureWalker(features).walk(c.root, leaves, 0, false);
+  const std::vector<ValueFacts> leaves = leaves_facts(c);
+  FeatureWalker(features, leaves).walk(c.root, leaves, 0, false);
   // Depth labels say "at least": a case four deep is also three deep.
   int deepest = 0;
   for (const std::string& f : features) {

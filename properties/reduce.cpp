@@ -37,6 +37,7 @@ void for_each_ref(Op& op, const std::function<void(int&)>& f) {
       for (int& c : o.checkpoints) f(c);
       f(o.hook);
     }
+    void operator()(Capture&) const {}  // a root leaf: drop_leaf renumbers it
   };
   std::visit(Visit{f}, op);
 }
@@ -200,11 +201,25 @@ Case drop_option(const Case& c, const std::vector<std::size_t>& path, std::size_
   return o;
 }
 
+// Renumbers the leaf of every capture in `segment` and the bodies it nests; throws Impossible
+// where one maps to kGone.
+void remap_captures(Segment& segment, const std::function<int(int)>& map) {
+  for (Op& op : segment.ops) {
+    if (auto* capture = std::get_if<Capture>(&op)) {
+      capture->leaf = map(capture->leaf);
+      if (capture->leaf == kGone) throw Impossible{};
+    }
+    if (Segment* body = mutable_body(op)) remap_captures(*body, map);
+  }
+}
+
 Case drop_leaf(const Case& c, std::size_t j) {
   Case out = c;
   out.leaves.erase(out.leaves.begin() + static_cast<std::ptrdiff_t>(j));
   const int dropped = static_cast<int>(j);
-  remap(out.root, 0, [&](int r) { return r < dropped ? r : r == dropped ? kGone : r - 1; });
+  const auto map = [&](int r) { return r < dropped ? r : r == dropped ? kGone : r - 1; };
+  remap(out.root, 0, map);
+  remap_captures(out.root, map);
   return out;
 }
 

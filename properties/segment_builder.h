@@ -30,6 +30,9 @@ struct ValueInfo {
   bool view = false;  // made by a view op (Megatron refuses to distribute a view)
   // The segment's input, or a view of it or the same tensor changed in place: the caller's storage.
   bool of_input = false;
+  // A root leaf a capture op handed the segment (a layer's weight): never a segment's output or
+  // the argument a checkpoint distributes, which would hand the leaf itself on.
+  bool captured = false;
 };
 
 inline bool is_float_tensor(const ValueInfo& v) {
@@ -43,8 +46,11 @@ inline bool draws_random_numbers(const Segment& segment) {
 
 class SegmentBuilder {
  public:
-  SegmentBuilder(const GenOptions& options, int depth, std::vector<ValueInfo> inputs, int fork_depth = 0)
+  // `leaves`: what is known of the case's leaves, which a capture op reads at any depth.
+  SegmentBuilder(const GenOptions& options, const std::vector<ValueInfo>& leaves, int depth, std::vector<ValueInfo> inputs,
+                 int fork_depth = 0)
       : options_(options),
+        leaves_(leaves),
         depth_(depth),
         fork_depth_(fork_depth),
         values_(std::move(inputs)),
@@ -59,7 +65,9 @@ class SegmentBuilder {
   const std::vector<ValueInfo>& output_infos() const { return output_infos_; }
 
  private:
-  enum OpKind : size_t { kUnary, kBinary, kMatmul, kView, kReduce, kArgmax, kRandom, kStash, kCheckpoint, kFork, kRaise, kInPlaceInput };
+  enum OpKind : size_t {
+    kUnary, kBinary, kMatmul, kView, kReduce, kArgmax, kRandom, kStash, kCheckpoint, kFork, kRaise, kInPlaceInput, kCapture
+  };
 
   std::vector<int> float_tensors() const {
     std::vector<int> out;
@@ -90,12 +98,18 @@ class SegmentBuilder {
   void push(Op op, ValueInfo info) {
     if (!std::holds_alternative<InPlace>(op)) info.view = std::holds_alternative<View>(op);
     const bool same_storage = std::holds_alternative<View>(op) || std::holds_alternative<InPlace>(op);
-    info.of_input = same_storage && values_.at(static_cast<size_t>(op_inputs(op).front())).of_input;
+    info.of_input = std::holds_alternative<Capture>(op) ||
+                    (same_storage && values_.at(static_cast<size_t>(op_inputs(op).front())).of_input);
+    info.captured = std::holds_alternative<Capture>(op);
     segment_.ops.push_back(std::move(op));
     values_.push_back(std::move(info));
   }
 
   void add_op();
+
+  // A root leaf captured by the body, as a layer's weight, and used at once: the right operand
+  // of a matmul, or of an elementwise op with a value of its shape.
+  void add_capture(int x);
 
   static std::string pick_tracker_state();
 
@@ -136,6 +150,7 @@ class SegmentBuilder {
 
   bool tensor_outputs_only_ = false;  // a body whose outputs a discard frees: tensors only
   const GenOptions& options_;
+  const std::vector<ValueInfo>& leaves_;
   int depth_;
   int fork_depth_;
   std::vector<ValueInfo> values_;

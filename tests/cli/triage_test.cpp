@@ -131,6 +131,20 @@ TEST(Triage, a_verdict_is_located_in_its_own_iteration_or_where_the_errors_part)
             "arguments a checkpoint's body got");
 }
 
+// Values that agree can reach the loss otherwise: where no value parts, the run is located at the
+// first op outside every checkpoint's body whose output requires grad otherwise than eager mode's,
+// the way the symptom points (a gradient the run lacks: an output that does not require grad).
+TEST(Triage, where_no_value_parts_a_finding_is_located_where_requires_grad_parts) {
+  EXPECT_EQ(cause_of("captured-parameter-without-grad.json", "grads-match-eager"),
+            "grads-match-eager pre-existing: iteration #, leaf v# .grad: defined None vs a tensor @ forward parts from "
+            "eager's in requires_grad at the return of checkpoint: an output does not require grad where eager's does");
+  EXPECT_EQ(cause_of("nongrad-output-requires-grad.json", "outputs-bitwise"),
+            "outputs-bitwise pre-existing: iteration #, loss: defined a tensor vs None @ forward parts from eager's in "
+            "requires_grad at the return of checkpoint: an output requires grad where eager's does not");
+  EXPECT_EQ(known_cause_of(cause_of("captured-parameter-without-grad.json", "grads-match-eager")), "captured-parameter-without-grad");
+  EXPECT_EQ(known_cause_of(cause_of("nongrad-output-requires-grad.json", "outputs-bitwise")), "nongrad-output-requires-grad");
+}
+
 // An op's prints as it returned: an in-place op's show what it changed; a pure op's are those it
 // began with, not read again.
 TEST(Triage, the_trace_sees_an_in_place_op_change_what_it_read) {

@@ -121,6 +121,31 @@ TEST(CaseJson, a_random_op_s_p_out_of_its_fn_s_range_is_refused) {
   EXPECT_EQ(load_error(j).rfind("case.root.ops[0].p: expected a dropout probability in [0, 1), found 1", 0), 0u) << load_error(j);
 }
 
+// A capture reads a leaf of the case from any depth: one the case lacks is refused, and so is a
+// checkpoint's body that returns the leaf itself (the function would make it its own output).
+TEST(CaseJson, a_capture_names_one_of_the_case_s_leaves_and_a_body_does_not_return_it_as_it_is) {
+  json j = minimal();
+  j["root"]["ops"].push_back(json::parse(R"({"op": "checkpoint", "distribute": false, "args": [{"ref": 1}],
+      "body": {"ops": [{"op": "capture", "leaf": 0}, {"op": "binary", "fn": "mul", "a": 0, "b": 1}], "outputs": [2]}})"));
+  j["root"]["outputs"] = {2};
+  EXPECT_EQ(load_error(j), "no error");
+  const Case c = case_from_json(j);
+  EXPECT_EQ(to_json(c), to_json(case_from_json(to_json(c))));
+  EXPECT_NE(show(c).find("capture(leaves[0])"), std::string::npos) << show(c);
+  j["root"]["ops"][1]["body"]["ops"][0]["leaf"] = 1;
+  EXPECT_EQ(load_error(j), "case.root.ops[1].body.ops[0].leaf: leaf 1 is not one of the case's 1 leaves");
+  j["root"]["ops"][1]["body"]["ops"][0]["leaf"] = 0;
+  j["root"]["ops"][1]["body"]["outputs"] = {1};
+  EXPECT_EQ(load_error(j),
+            "case.root.ops[1].body.outputs[0]: a checkpoint's body returns a captured leaf itself (return a value "
+            "computed from it)");
+  // Through a region inline in the body too: the value is still the leaf.
+  j["root"]["ops"][1]["body"] = json::parse(R"({"ops": [{"op": "fork", "tracker_state": "model-parallel-rng", "args": [],
+      "body": {"ops": [{"op": "capture", "leaf": 0}], "outputs": [0]}}], "outputs": [1]})");
+  EXPECT_EQ(load_error(j).rfind("case.root.ops[1].body.outputs[0]: a checkpoint's body returns a captured leaf itself", 0), 0u)
+      << load_error(j);
+}
+
 TEST(CaseJson, misspelt_field_is_refused) {
   json j = minimal();
   j["leaves"][0]["requires_gard"] = true;

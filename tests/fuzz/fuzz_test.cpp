@@ -164,6 +164,47 @@ TEST(Reduce, inlining_a_checkpoint_keeps_the_values_that_follow_it) {
   EXPECT_EQ(flat.root.outputs, std::vector<int>{2});
 }
 
+// A capture names a root leaf from any depth: dropping a leaf before it renumbers it, and the leaf
+// it captures is not dropped while a capture still reads it.
+TEST(Reduce, dropping_a_leaf_renumbers_the_captures_in_bodies) {
+  Case c;
+  c.leaves.push_back(Leaf{{2, 2}, std::nullopt, false, Fill::randn});
+  c.leaves.push_back(Leaf{{2, 2}, std::nullopt, true, Fill::randn});
+  c.leaves.push_back(Leaf{{2, 2}, std::nullopt, true, Fill::randn});
+  Checkpoint ck;
+  ck.args = {Ref{2}};
+  ck.body->ops = {Capture{1}, Matmul{0, 1}};
+  ck.body->outputs = {2};
+  c.root.ops = {ck};
+  c.root.outputs = {3};
+  validate(c);
+  const Case reduced = reduce_case(c, [](const Case& candidate) {
+    // Fails while some checkpoint's body still captures a leaf of shape [2, 2] that requires grad.
+    bool captures = false;
+    any_op(candidate.root, [&](const Op& op) {
+      if (const auto* ck = std::get_if<Checkpoint>(&op)) {
+        for (const Op& inner : ck->body->ops) {
+          const auto* capture = std::get_if<Capture>(&inner);
+          captures = captures || (capture != nullptr && candidate.leaves.at(static_cast<size_t>(capture->leaf)).requires_grad);
+        }
+      }
+      return false;
+    });
+    return captures;
+  });
+  validate(reduced);
+  ASSERT_LT(reduced.leaves.size(), c.leaves.size()) << show(reduced);
+  bool found = false;
+  any_op(reduced.root, [&](const Op& op) {
+    if (const auto* capture = std::get_if<Capture>(&op)) {
+      found = true;
+      EXPECT_TRUE(reduced.leaves.at(static_cast<size_t>(capture->leaf)).requires_grad) << show(reduced);
+    }
+    return false;
+  });
+  EXPECT_TRUE(found) << show(reduced);
+}
+
 // Inlining a checkpoint whose body is one checkpoint, with two more after it: the segment's ops
 // lose one and get one back in the middle, within its capacity, so std::vector moves the ops
 // after it along and copy-assigns the new one into the checkpoint it moved from. A Box moved

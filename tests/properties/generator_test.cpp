@@ -122,7 +122,8 @@ TEST(Generator, reaches_every_corner_with_useful_frequency) {
       "tracker fork inside a checkpoint", "checkpoint inside a tracker fork", "stash of a body input",
       "in-place on an intermediate", "in-place on a body input", "raise in forward", "raise in recomputation",
       "raise in the first iteration only", "going on after errors", "dtype: float32", "dtype: float64", "dtype: bfloat16", "iterations: 1", "iterations: 2", "iterations: 3",
-      "large tensors (4,096 elements or more)"};
+      "large tensors (4,096 elements or more)", "capture of a parameter inside a checkpoint", "capture of a frozen leaf",
+      "capture of a parameter where no checkpoint argument requires grad"};
   constexpr int kCases = 2000;
   std::map<std::string, int> counts;
   for (int i = 0; i < kCases; ++i) {
