@@ -105,6 +105,22 @@ Values run(const Reduce& op, const Values& v) {
 
 Values run(const Argmax& op, const Values& v) { return {at::argmax(expect_tensor(v.at(op.x), "argmax"))}; }
 
+namespace {
+
+// Calls `draw(generator, where)` with the generator the op's source names and the device it
+// draws on: the CPU generator, the device's, or the device's inside the tracker's fork of the
+// op's state.
+template <typename Draw>
+void from_source(const Random& op, const at::Tensor& x, const Draw& draw) {
+  switch (op.source) {
+    case RngSource::cpu: draw(rng::cpu_generator(), at::Device(at::kCPU)); return;
+    case RngSource::device: draw(rng::device_generator(), x.device()); return;
+    case RngSource::tracker: rng::tracker_fork(op.tracker_state, [&] { draw(rng::device_generator(), x.device()); }); return;
+  }
+}
+
+}  // namespace
+
 Values run(const Random& op, const Values& v, uint64_t* drawn) {
   const at::Tensor& x = expect_tensor(v.at(op.x), "random");
   if (op.fn == Random::Fn::rrelu) {
@@ -112,32 +128,19 @@ Values run(const Random& op, const Values& v, uint64_t* drawn) {
     // negative element, in x's dtype, into `noise`, which its backward multiplies by.
     at::Tensor noise = at::empty_like(x);
     at::Tensor out;
-    auto apply = [&](const at::Generator& generator) {
+    from_source(op, x, [&](const at::Generator& generator, at::Device) {
       out = at::rrelu_with_noise(x, noise, kRreluLower, op.p, /*training=*/true, generator);
-    };
-    switch (op.source) {
-      case RngSource::cpu: apply(rng::cpu_generator()); break;
-      case RngSource::device: apply(rng::device_generator()); break;
-      case RngSource::tracker: rng::tracker_fork(op.tracker_state, [&] { apply(rng::device_generator()); }); break;
-    }
+    });
     if (drawn != nullptr) *drawn = fingerprint({Value(noise)});
     return {out};
   }
-  auto draw = [&](const at::Generator& generator, at::Device where) {
-    at::Tensor sample = at::empty(x.sizes(), at::TensorOptions().dtype(at::kFloat).device(where));
+  at::Tensor sample;
+  from_source(op, x, [&](const at::Generator& generator, at::Device where) {
+    sample = at::empty(x.sizes(), at::TensorOptions().dtype(at::kFloat).device(where));
     if (op.fn == Random::Fn::dropout) sample.bernoulli_(1.0 - op.p, generator);
     else sample.normal_(0.0, 1.0, generator);
-    return sample.to(x.device(), x.scalar_type());
-  };
-  at::Tensor sample;
-  switch (op.source) {
-    case RngSource::cpu: sample = draw(rng::cpu_generator(), at::kCPU); break;
-    case RngSource::device: sample = draw(rng::device_generator(), x.device()); break;
-    case RngSource::tracker:
-      rng::tracker_fork(op.tracker_state,
-                                       [&] { sample = draw(rng::device_generator(), x.device()); });
-      break;
-  }
+    sample = sample.to(x.device(), x.scalar_type());
+  });
   if (drawn != nullptr) *drawn = fingerprint({Value(sample)});
   if (op.fn == Random::Fn::dropout) return {x * sample / (1.0 - op.p)};
   return {x + sample * op.p};

@@ -220,6 +220,10 @@ void SegmentBuilder::add_capture(int x) {
   }
   const int leaf = pick(floating);
   push(Capture{leaf}, leaves_[static_cast<size_t>(leaf)]);
+  if (!leaves_[static_cast<size_t>(leaf)].requires_grad && choose_in_range(0, 2) == 1) {
+    const int buffer = static_cast<int>(values_.size()) - 1;
+    push(InPlace{InPlace::Fn::mul, 0.5, buffer}, values_[buffer]);
+  }
   const int w = static_cast<int>(values_.size()) - 1;
   const ValueInfo& wi = values_[w];
   std::vector<int> left;  // a @ w

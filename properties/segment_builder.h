@@ -30,8 +30,9 @@ struct ValueInfo {
   bool view = false;  // made by a view op (Megatron refuses to distribute a view)
   // The segment's input, or a view of it or the same tensor changed in place: the caller's storage.
   bool of_input = false;
-  // A root leaf a capture op handed the segment (a layer's weight): never a segment's output or
-  // the argument a checkpoint distributes, which would hand the leaf itself on.
+  // A root leaf a capture op handed the segment (a layer's weight), a view of it or it changed in
+  // place: never a segment's output or the argument a checkpoint distributes, which would hand
+  // the leaf itself on.
   bool captured = false;
 };
 
@@ -100,7 +101,9 @@ class SegmentBuilder {
     const bool same_storage = std::holds_alternative<View>(op) || std::holds_alternative<InPlace>(op);
     info.of_input = std::holds_alternative<Capture>(op) ||
                     (same_storage && values_.at(static_cast<size_t>(op_inputs(op).front())).of_input);
-    info.captured = std::holds_alternative<Capture>(op);
+    // A view of a captured leaf, or the leaf changed in place, is the leaf's storage still.
+    info.captured = std::holds_alternative<Capture>(op) ||
+                    (same_storage && values_.at(static_cast<size_t>(op_inputs(op).front())).captured);
     segment_.ops.push_back(std::move(op));
     values_.push_back(std::move(info));
   }
@@ -108,7 +111,8 @@ class SegmentBuilder {
   void add_op();
 
   // A root leaf captured by the body, as a layer's weight, and used at once: the right operand
-  // of a matmul, or of an elementwise op with a value of its shape.
+  // of a matmul, or of an elementwise op with a value of its shape. A frozen one is sometimes a
+  // buffer the layer updates in place as it reads it (running statistics).
   void add_capture(int x);
 
   static std::string pick_tracker_state();
