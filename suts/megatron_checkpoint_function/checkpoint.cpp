@@ -434,7 +434,23 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
       throw PythonError("ValueError", "not enough values to unpack (expected 2, got 0)");
     }
     LiveDetachedInputs live(&detached_inputs);
-    python_autograd_backward(kept_outputs, kept_grads);
+    if (decisions.differentiated == Decisions::Differentiated::by_backward) {
+      python_autograd_backward(kept_outputs, kept_grads);
+    } else {
+      // torch.autograd.grad(outputs, the detached inputs that require grad, grads, allow_unused=True),
+      // each result put in its input's .grad for the collection below.
+      variable_list wanted;
+      for (const Value& input : detached_inputs) {
+        if (is_tensor(input) && as_tensor(input).requires_grad()) wanted.push_back(as_tensor(input));
+      }
+      if (!wanted.empty()) {
+        const variable_list got = torch::autograd::grad(kept_outputs, wanted, kept_grads, /*retain_graph=*/false,
+                                                        /*create_graph=*/false, /*allow_unused=*/true);
+        for (size_t k = 0; k < wanted.size(); ++k) {
+          if (got[k].defined()) wanted[k].mutable_grad() = got[k];
+        }
+      }
+    }
 
     // The change: clear the detached inputs' .grad once collected (CheckpointDecisions::Clearing).
     using Clearing = Decisions::Clearing;

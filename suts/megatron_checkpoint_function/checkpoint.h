@@ -76,6 +76,10 @@ struct CheckpointDecisions {
   enum class RecomputeGradMode { enabled, disabled } recompute_grad_mode = RecomputeGradMode::enabled;
   // Which gradients are paired with the recomputed outputs that require grad.
   enum class GradsPaired { filtered_with_them, unfiltered } grads_paired = GradsPaired::filtered_with_them;
+  // How the recomputed graph is differentiated: torch.autograd.backward, which accumulates into
+  // every leaf it reaches (the parameters a body captured too), or torch.autograd.grad of the
+  // detached inputs alone, a rewrite that gives captured parameters nothing.
+  enum class Differentiated { by_backward, inputs_only } differentiated = Differentiated::by_backward;
   // What backward returns for each detached input.
   enum class Collected { the_grad, the_grad_moved_out, a_copy, zeros_where_undefined } collected = Collected::the_grad;
   // What backward keeps or frees once it collected.

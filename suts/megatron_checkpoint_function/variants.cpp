@@ -114,6 +114,10 @@ const std::vector<Variant>& variants() {
              [](D& d) { d.distributed_input = D::DistributedInput::left_split; }),
       mutant("grads-paired-unfiltered", "keeps the outputs that require grad but pairs them with the unfiltered grads",
              [](D& d) { d.grads_paired = D::GradsPaired::unfiltered; }),
+      mutant("grads-of-inputs-only",
+             "differentiates the recomputation with torch.autograd.grad of the detached inputs, not backward: "
+             "parameters the body captured get no gradient",
+             [](D& d) { d.differentiated = D::Differentiated::inputs_only; }),
       mutant("keeps-last-grads", "keeps the last collected gradients alive, as a debugging aid",
              [](D& d) { d.after_collecting = D::AfterCollecting::keeps_the_last_grads; }),
       mutant("returns-grad-copies", "returns a copy of each collected gradient instead of the gradient itself",
