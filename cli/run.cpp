@@ -276,7 +276,13 @@ void print_run(const runner::RunRecord& record, const runner::RunPlan& plan, con
     std::cout << "\n";
   }
   if (!record.failed.empty()) std::cout << "ERROR: " << record.failed << "\n";
-  if (summary.alarms() + record.new_crashes() > 0) {
+  if (subject_for(sut.name()).findings_fail && summary.count(Classification::pre_existing) + record.crashes > 0) {
+    std::cout << "FAIL: " << summary.count(Classification::pre_existing) << " findings and " << record.crashes
+              << " crashes of " << sut.name()
+              << " against eager mode (no subject declares it, so it is its own oracle and judged against eager mode "
+                 "alone; --subject NAME judges it as that subject's function); cases written to "
+              << plan.out_dir << "/\n";
+  } else if (summary.alarms() + record.new_crashes() > 0) {
     std::cout << "FAIL: " << summary.alarms() << " regression or divergent verdicts, " << record.new_crashes()
               << " crashes the oracle does not make; cases written to " << plan.out_dir << "/\n";
   } else if (record.failed.empty()) {  // otherwise the error above is the outcome
@@ -338,6 +344,9 @@ int command_run(const Args& args) {
             std::chrono::duration<double>(Clock::now() - minimizing_start).count(), minimize_seconds);
   write_reports(false);
   if (record.summary.alarms() + record.new_crashes() > 0) return 1;
+  if (subject_for(sut->name()).findings_fail && record.summary.count(Classification::pre_existing) + record.crashes > 0) {
+    return 1;
+  }
   return record.failed.empty() ? 0 : 2;
 }
 

@@ -13,6 +13,7 @@
 #include "runner/interrupts.h"
 #include "runner/isolated_check.h"
 #include "runner/ranks.h"
+#include "suts/subject.h"
 
 namespace recheck::runner {
 
@@ -72,6 +73,8 @@ class Session {
   CaseResult check_here(int64_t index);
   // In the process that checks cases: the device and the variants ready for it.
   void ready() const { check_ready_to_run(plan_.gen.device == "cuda", oracle_, sut_); }
+  // A regression or divergence; for a function judged against eager mode alone, a finding too.
+  bool alarm(Classification c) const { return is_alarm(c) || (findings_fail_ && c == Classification::pre_existing); }
   void prepare();
 
   // Every alarm is listed; the other findings up to kListed, the rest only counted.
@@ -82,6 +85,7 @@ class Session {
   const RunPlan& plan_;
   CheckpointImplementation& oracle_;
   CheckpointImplementation& sut_;
+  const bool findings_fail_ = subject_for(sut_.name()).findings_fail;
   RunRecord record_;
   std::map<std::string, int> written_per_kind_;
   int64_t alarms_found_ = 0;
@@ -139,7 +143,7 @@ void Session::handle(int64_t index, const CaseResult& result) {
   Summary& summary = record_.summary;
   summary.add(result);
   if (result.skipped.empty() && !result.eager_ran) ++record_.eager_skipped;
-  for (const PropertyResult& r : result.results) alarms_found_ += is_alarm(r.classification) ? 1 : 0;
+  for (const PropertyResult& r : result.results) alarms_found_ += alarm(r.classification) ? 1 : 0;
   record_.op_executions += result.op_executions;
   if (!result.skipped.empty()) {
     // Too large for the memory: counted and named, not a failure.
@@ -149,7 +153,8 @@ void Session::handle(int64_t index, const CaseResult& result) {
   }
   for (const PropertyResult& r : result.results) {
     if (r.classification == Classification::pass) continue;
-    report_finding(index, r.property, to_string(r.classification), is_alarm(r.classification), r.sut.describe(),
+    report_finding(index, r.property, findings_fail_ && r.classification == Classification::pre_existing ? "finding" : to_string(r.classification),
+                   alarm(r.classification), r.sut.describe(),
                    r.oracle.describe(), r.cause);
   }
   if (plan_.track_progress) {

@@ -57,6 +57,10 @@ struct Subject {
   // dropped without a word (a check refuses a subject that has not made it; `recheck variants`
   // prints both lists).
   std::vector<std::pair<std::string, std::string>> leaves_out;
+  // A function no subject declares, given on the command line and judged against eager mode
+  // alone (it is its own oracle): what it fails is a finding about it, and a finding fails a
+  // run as an alarm does.
+  bool findings_fail = false;
   // Its released function can crash the process on cases a caller gets wrong (reading freed
   // memory): mutant hunts then check each case in a process of its own (runner/isolated_check.h).
   bool cases_may_crash = false;

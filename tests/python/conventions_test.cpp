@@ -21,14 +21,20 @@ test_shell::Result run_with(const std::string& spec, const std::string& out) {
 // tests/data/vendored_checkpoint.py's checkpoint(func, inputs, params, flag) saves no RNG state:
 // called as its convention says, recheck runs it and finds that its recomputation draws other
 // numbers than its forward and leaves the RNG elsewhere than eager mode, and every replay line
-// carries the convention (shell words, unquoted).
+// carries the convention (shell words, unquoted). No subject declares it: it is judged against
+// eager mode alone, with the properties that compare with eager mode (not Megatron's flag), and
+// its findings are findings (not regressions against Megatron's port) that fail the run.
 TEST(Conventions, a_vendored_function_runs_as_its_convention_says_and_its_finding_replays) {
   const std::string spec = "python:" + kVendored + ":checkpoint@fn,tuple,empty,true";
   const test_shell::Result run = run_with(spec, "vendored-findings");
   EXPECT_EQ(run.exit_code, 1) << run.output;
-  EXPECT_NE(run.output.find("regression: recompute-fidelity in case"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("regression: rng-restored in case"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("--sut " + spec + " --oracle"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("finding: recompute-fidelity in case"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("finding: rng-restored in case"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("regression: "), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("flag-in-body"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("memory-eager-floor"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("against eager mode (no subject declares it"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("--sut " + spec + " --oracle " + spec), std::string::npos) << run.output;
   // flag=False: the function runs its body without checkpointing it: nothing is recomputed, and
   // the RNG is where eager mode leaves it.
   const test_shell::Result plain = run_with("python:" + kVendored + ":checkpoint@fn,tuple,empty,false", "vendored-plain");
