@@ -55,6 +55,7 @@ const DecisionRow kDecisions[] = {
      }},
     {"recompute_grad_mode", [](const D& d) { return name_of(d.recompute_grad_mode, {"enabled", "disabled"}); }},
     {"grads_paired", [](const D& d) { return name_of(d.grads_paired, {"filtered_with_them", "unfiltered"}); }},
+    {"differentiated", [](const D& d) { return name_of(d.differentiated, {"by_backward", "inputs_only"}); }},
     {"collected", [](const D& d) {
        return name_of(d.collected, {"the_grad", "the_grad_moved_out", "a_copy", "zeros_where_undefined"});
      }},

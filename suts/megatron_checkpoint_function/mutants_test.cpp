@@ -57,6 +57,9 @@ TEST_P(FixTest, gives_clearing_s_verdicts_or_fixed_on_every_hunt_case) {
     const CaseResult got = check_case(c, *oracle, *fix);
     ASSERT_FALSE(got.has_alarm()) << GetParam() << " on draw seed " << kFirstSeed + i << "\n" << describe_results(got.results);
     ASSERT_EQ(got.results.size(), expected.results.size());
+    const bool error_fixed = std::any_of(got.results.begin(), got.results.end(), [](const PropertyResult& r) {
+      return r.property == "errors-match" && r.classification == Classification::fixed;
+    });
     for (size_t p = 0; p < got.results.size(); ++p) {
       const Classification g = got.results[p].classification;
       const Classification e = expected.results[p].classification;
@@ -64,6 +67,11 @@ TEST_P(FixTest, gives_clearing_s_verdicts_or_fixed_on_every_hunt_case) {
         ++fixed;
         continue;
       }
+      // Where the fix raises no error where the oracle (and clearing) raised one, what lies past
+      // that error only the fix reaches: a value the oracle never made is unreached there, where
+      // clearing, raising as the oracle does, passes (draw seed 163: a buffer captured and updated
+      // in place twice, past a version error the autocast fix no longer meets).
+      if (g == Classification::unreached && e == Classification::pass && error_fixed) continue;
       // Where the fix recomputes under forward's autocast state and the oracle does not, a
       // property comparing with the oracle's run (its gradients, its memory) is fixed too.
       if (g == Classification::fixed && e == Classification::pass &&
