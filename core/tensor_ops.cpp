@@ -125,8 +125,11 @@ Values run(const Random& op, const Values& v, uint64_t* drawn) {
   const at::Tensor& x = expect_tensor(v.at(op.x), "random");
   if (op.fn == Random::Fn::rrelu) {
     // The kernel itself, as nn.RReLU calls it in training mode: it draws a slope for each
-    // negative element, in x's dtype, into `noise`, which its backward multiplies by.
-    at::Tensor noise = at::empty_like(x);
+    // negative element, in x's dtype, into `noise`, which its backward multiplies by. nn.RReLU
+    // hands it an uninitialized tensor; recheck zeroes it, so that a gradient that reads it
+    // before the kernel filled it (pytorch#193671) is the same wrong value in every run, not
+    // whatever the allocator left there: a finding must replay, and two runs must agree.
+    at::Tensor noise = at::zeros_like(x);
     at::Tensor out;
     from_source(op, x, [&](const at::Generator& generator, at::Device) {
       out = at::rrelu_with_noise(x, noise, kRreluLower, op.p, /*training=*/true, generator);

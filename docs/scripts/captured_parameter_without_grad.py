@@ -329,8 +329,10 @@ class Run:
     def random(self, x, fn, source, state, p):
         if fn == "rrelu":
             # nn.RReLU in training mode: the kernel draws each negative element's slope, in x's
-            # dtype, into the noise its backward multiplies by.
-            noise = torch.empty_like(x)
+            # dtype, into the noise its backward multiplies by. nn.RReLU hands it an uninitialized
+            # tensor; zeroed here as in recheck, so that a gradient reading it unfilled
+            # (pytorch#193671) is the same wrong value in every run.
+            noise = torch.zeros_like(x)
 
             def apply(generator):
                 return torch.ops.aten.rrelu_with_noise(x, noise, RRELU_LOWER, p, True, generator)

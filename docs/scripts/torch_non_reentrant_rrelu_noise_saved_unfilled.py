@@ -205,6 +205,7 @@ class Run:
         self.stash = {}
         self.calls = []
         self.detached = []
+        self.leaves = []  # the case's leaves: what a capture op hands a body (the leaf itself)
         self.iteration = 0
         self.reads = []  # the flag readings of each checkpoint body call running, innermost last
 
@@ -325,8 +326,10 @@ class Run:
     def random(self, x, fn, source, state, p):
         if fn == "rrelu":
             # nn.RReLU in training mode: the kernel draws each negative element's slope, in x's
-            # dtype, into the noise its backward multiplies by.
-            noise = torch.empty_like(x)
+            # dtype, into the noise its backward multiplies by. nn.RReLU hands it an uninitialized
+            # tensor; zeroed here as in recheck, so that a gradient reading it unfilled
+            # (pytorch#193671) is the same wrong value in every run.
+            noise = torch.zeros_like(x)
 
             def apply(generator):
                 return torch.ops.aten.rrelu_with_noise(x, noise, RRELU_LOWER, p, True, generator)
@@ -368,6 +371,7 @@ def run_case(checkpoint, without_output=None):
     seed_all()
     leaves = make_leaves()
     run = Run(checkpoint, without_output)
+    run.leaves = leaves
     seen = {"iterations": [], "error": None, "calls": run.calls}
     for iteration in range(ITERATIONS):
         run.iteration = iteration
