@@ -36,7 +36,9 @@ text starts with '{', is read as JSON; any other is read as fuzzer bytes; --byte
 --subject NAME    the checkpoint function under test (`recheck variants` lists the subjects;
                   default: the one declaring --sut, else megatron-checkpoint-function); its
                   change and oracle are the defaults of --sut and --oracle, and a Python
-                  function no subject declares (python:FILE.py:ATTR) is judged by its properties
+                  function no subject declares (python:FILE.py:ATTR) is judged by its properties;
+                  without --subject (or another --oracle) such a function is its own oracle,
+                  judged against eager mode alone, and its findings fail the run
 --world-size N    check it in a tensor-parallel group of N ranks, as `recheck run --world-size N`
                   did (its replay lines say so); each rank a child process
 )";

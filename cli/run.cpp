@@ -35,7 +35,9 @@ options:
   --subject NAME    the checkpoint function under test (`recheck variants` lists the subjects;
                     default: the one declaring --sut, else megatron-checkpoint-function); its
                     change and oracle are the defaults of --sut and --oracle, and a Python
-                    function no subject declares (python:FILE.py:ATTR) is judged by its properties
+                    function no subject declares (python:FILE.py:ATTR) is judged by its properties;
+                    without --subject (or another --oracle) such a function is its own oracle,
+                    judged against eager mode alone, and its findings fail the run
   --claims LIST     which of the change's claims to hold the sut to: none, clearing (the
                     clearing change's: grad-released, memory-floor, no-extra-allocations), or
                     some of those names joined by commas. Each claim named is judged on the sut
