@@ -53,7 +53,7 @@ void SegmentBuilder::add_op() {
                                      {nested * per_segment, kCheckpoint}, {fork * per_segment, kFork},
                                      {(depth_ > 0 ? 3u : 1u) * per_segment, kRaise},
                                      {(depth_ > 0 ? 4u : 0u) * scale, kInPlaceInput},
-                                     {(depth_ > 0 ? 4u : 0u) * scale, kCapture}});
+                                     {(depth_ > 0 ? 3u : 0u) * scale, kCapture}});
   const int x = pick(floats);
   const ValueInfo& xi = values_[x];
   switch (kind) {
