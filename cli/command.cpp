@@ -156,48 +156,40 @@ namespace {
 // A Python function no subject declares, named as --sut with no --subject and no other --oracle:
 // a subject of its own, judged against eager mode alone. It is its own oracle (as PyTorch's
 // functions are theirs), with the properties that compare a run with eager mode or with itself;
-// what it fails is a finding, and fails the run (Subject::findings_fail). Empty where the
-// command line says otherwise.
-std::string own_function(const Args& args) {
-  if (args.has("subject") || !args.has("sut")) return "";
+// what it fails is a finding, and fails the run (Subject::findings_fail). Registered once, by
+// whichever of --sut and --oracle is read first (replay reads only the oracle); subject_option
+// then finds it as the subject declaring --sut. Nothing where the command line says otherwise.
+void register_own_function(const Args& args) {
+  if (args.has("subject") || !args.has("sut")) return;
   const std::string sut = args.get("sut", "");
-  if (sut.rfind("python:", 0) != 0 || subject_declaring(sut) != nullptr) return "";
-  if (args.has("oracle") && args.get("oracle", "") != sut) return "";
+  if (sut.rfind("python:", 0) != 0 || subject_declaring(sut) != nullptr) return;
+  if (args.has("oracle") && args.get("oracle", "") != sut) return;
   Subject subject;
   subject.name = "own-function";
   subject.description = "a Python function no subject declares (" + sut + "), judged against eager mode alone";
   subject.change = sut;
   subject.oracle = sut;
   subject.implementations = {{sut, "given on the command line, judged against eager mode alone", VariantKind::change}};
-  subject.properties = {"grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager",
-                        "rng-restored",  "errors-match",    "no-side-effects",   "stash-kept",
-                        "stash-grads",   "memory-eager-floor"};
-  const std::string not_declared = "a claim of Megatron's clearing change, which a function no subject declares does not make";
-  subject.leaves_out = {
-      {"flag-in-body", "Megatron's is-checkpointing flag, which a function no subject declares is not known to keep"},
-      {"grad-released", not_declared},
-      {"memory-floor", not_declared},
-      {"no-extra-allocations", not_declared},
-      {"discard-own-outputs", "CheckpointWithoutOutput's discard, which a function no subject declares is not known to have"},
-      {"discard-recomputed", "CheckpointWithoutOutput's discard, which a function no subject declares is not known to have"}};
+  judge_against_eager_and_itself(
+      subject,
+      {"Megatron's is-checkpointing flag, which a function no subject declares is not known to keep",
+       "a claim of Megatron's clearing change, which a function no subject declares does not make",
+       "CheckpointWithoutOutput's discard, which a function no subject declares is not known to have"});
   subject.findings_fail = true;
   subject.exported_as = default_subject().exported_as;
   subject.make = [](const std::string& name) { return make_checkpoint(name); };
   register_subject(std::move(subject));
-  return sut;
 }
 
 }  // namespace
 
 std::string sut_option(const Args& args) {
-  const std::string own = own_function(args);
-  if (!own.empty()) return own;
+  register_own_function(args);
   return joined_to_subject(args, args.get("sut", subject_option(args).change), VariantKind::change);
 }
 
 std::string oracle_option(const Args& args) {
-  const std::string own = own_function(args);
-  if (!own.empty()) return own;
+  register_own_function(args);
   return joined_to_subject(args, args.get("oracle", subject_option(args).oracle), VariantKind::oracle);
 }
 

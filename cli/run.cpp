@@ -241,6 +241,12 @@ json run_report(const ParsedRun& parsed, const runner::RunRecord& record, const 
 }
 
 // The summary on standard output: the table, the buckets by cause, and the outcome's last line.
+// A function no subject declares (Subject::findings_fail) fails the run with any finding or crash.
+bool findings_fail_the_run(const runner::RunRecord& record, const CheckpointImplementation& sut) {
+  return subject_for(sut.name()).findings_fail &&
+         record.summary.count(Classification::pre_existing) + record.crashes > 0;
+}
+
 void print_run(const runner::RunRecord& record, const runner::RunPlan& plan, const CheckpointImplementation& sut,
                const CheckpointImplementation& oracle, const LoggedCounts& logged, int minimized,
                double minimizing_seconds, double minimize_seconds) {
@@ -278,7 +284,7 @@ void print_run(const runner::RunRecord& record, const runner::RunPlan& plan, con
     std::cout << "\n";
   }
   if (!record.failed.empty()) std::cout << "ERROR: " << record.failed << "\n";
-  if (subject_for(sut.name()).findings_fail && summary.count(Classification::pre_existing) + record.crashes > 0) {
+  if (findings_fail_the_run(record, sut)) {
     std::cout << "FAIL: " << summary.count(Classification::pre_existing) << " findings and " << record.crashes
               << " crashes of " << sut.name()
               << " against eager mode (no subject declares it, so it is its own oracle and judged against eager mode "
@@ -346,9 +352,7 @@ int command_run(const Args& args) {
             std::chrono::duration<double>(Clock::now() - minimizing_start).count(), minimize_seconds);
   write_reports(false);
   if (record.summary.alarms() + record.new_crashes() > 0) return 1;
-  if (subject_for(sut->name()).findings_fail && record.summary.count(Classification::pre_existing) + record.crashes > 0) {
-    return 1;
-  }
+  if (findings_fail_the_run(record, *sut)) return 1;
   return record.failed.empty() ? 0 : 2;
 }
 

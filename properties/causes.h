@@ -12,6 +12,7 @@
 
 #include "core/case.h"
 #include "core/interpreter.h"
+#include "properties/partings.h"
 #include "properties/properties.h"
 
 namespace recheck {
@@ -48,27 +49,6 @@ class CauseSignatures {
   std::optional<std::vector<OpSite>> sites_;
   std::map<std::tuple<const Observations*, bool, int>, std::string> differences_;
 };
-
-// How the two runs' recomputations part from their forwards, by their traces: the op executions
-// each recomputes otherwise than its forward ran them (read, made or left other values), and
-// the random ops each recomputes drawing other numbers than its forward drew.
-struct RecomputationsCompared {
-  enum class How {
-    unknown,        // a run has no trace (another device than the CPU), or the oracle parts nowhere
-    alike,          // both part at the same executions
-    oracle_beyond,  // the oracle at every one the sut parts at, and at one more the sut recomputed
-                    // as its forward ran it: the oracle's backward ran on values its forward did
-                    // not make, where the sut's did not
-    other,          // the sut at one the oracle does not (or the oracle at one the sut never ran)
-  } how = How::unknown;
-  int first_iteration = -1;  // the oracle's first iteration that parts
-};
-RecomputationsCompared compare_recomputations(const Observations& oracle, const Observations& sut);
-
-// Whether, by `run`'s trace, the last recomputation of op `op` in iteration `iteration` read
-// other values than the op's forward execution did (what a stash op recomputed keeps is then not
-// what its forward kept); false where the op was not recomputed there or the run has no trace.
-bool recomputed_from_other_values(const Observations& run, int op, int iteration);
 
 // The signature of a case that ended its worker process: how it ended ("was killed by signal 11
 // (Segmentation fault)", abstracted), and whether the oracle alone ends one too.

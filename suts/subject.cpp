@@ -31,6 +31,18 @@ bool Subject::applies(const std::string& property) const {
   return std::find(properties.begin(), properties.end(), property) != properties.end();
 }
 
+void judge_against_eager_and_itself(Subject& subject, const NotJudged& why) {
+  subject.properties = {"grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager",
+                        "rng-restored",  "errors-match",    "no-side-effects",   "stash-kept",
+                        "stash-grads",   "memory-eager-floor"};
+  subject.leaves_out = {{"flag-in-body", why.flag},
+                        {"grad-released", why.clearing_claims},
+                        {"memory-floor", why.clearing_claims},
+                        {"no-extra-allocations", why.clearing_claims},
+                        {"discard-own-outputs", why.discard},
+                        {"discard-recomputed", why.discard}};
+}
+
 namespace {
 
 std::vector<Subject>& registry() {

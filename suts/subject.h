@@ -77,6 +77,19 @@ struct Subject {
   bool applies(const std::string& property) const;
 };
 
+// Why a property judging a function against eager mode and itself does not apply, in the
+// function's own terms: it keeps no is-checkpointing flag, its change makes none of Megatron's
+// clearing claims, it has no discard.
+struct NotJudged {
+  std::string flag;
+  std::string clearing_claims;
+  std::string discard;
+};
+// Sets `subject`'s properties to those that compare a run with eager mode or with itself, and
+// its leaves_out to the rest with the reasons `why` gives: PyTorch's non-reentrant checkpoint
+// and a function no subject declares are judged so.
+void judge_against_eager_and_itself(Subject& subject, const NotJudged& why);
+
 // Every subject: the ones built in (Megatron's CheckpointFunction first: the default), then the
 // ones registered (a bridge's).
 const std::vector<Subject>& subjects();

@@ -52,16 +52,10 @@ Subject torch_non_reentrant() {
   // Held against eager mode and against itself; its change makes no claim (the claims of
   // Megatron's clearing change do not apply), and PyTorch keeps no is-checkpointing flag. Memory:
   // after backward it keeps nothing eager mode does not.
-  subject.properties = {"grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager",
-                        "rng-restored",  "errors-match",    "no-side-effects",   "stash-kept",
-                        "stash-grads",   "memory-eager-floor"};
-  subject.leaves_out = {
-      {"flag-in-body", "PyTorch keeps no is-checkpointing flag"},
-      {"grad-released", "a claim of Megatron's clearing change, which this function's change does not make"},
-      {"memory-floor", "a claim of Megatron's clearing change, which this function's change does not make"},
-      {"no-extra-allocations", "a claim of Megatron's clearing change, which this function's change does not make"},
-      {"discard-own-outputs", "torch.utils.checkpoint has no discard (Megatron's CheckpointWithoutOutput's)"},
-      {"discard-recomputed", "torch.utils.checkpoint has no discard (Megatron's CheckpointWithoutOutput's)"}};
+  judge_against_eager_and_itself(
+      subject, {"PyTorch keeps no is-checkpointing flag",
+                "a claim of Megatron's clearing change, which this function's change does not make",
+                "torch.utils.checkpoint has no discard (Megatron's CheckpointWithoutOutput's)"});
   subject.exported_as = [](const std::string&) { return "torch-non-reentrant"; };
   return subject;
 }
