@@ -104,19 +104,33 @@ struct Argmax {
   int x = 0;
 };
 
-// Draws from one RNG source: dropout masks, additive noise, or nn.RReLU in training mode
-// (rrelu_with_noise: each negative element scaled by a slope drawn from U(1/8, p), the slopes
-// kept in a noise tensor that its gradient reads).
+// Draws from one RNG source, as the random layers and samplers of models do:
+//   dropout          x * mask / (1 - p), one Bernoulli(1 - p) draw per element (nn.Dropout)
+//   feature-dropout  the same with one draw per row (x's first dimension): nn.Dropout1d/2d on
+//                    an unbatched input, and drop-path (stochastic depth) per sample
+//   alpha-dropout    nn.AlphaDropout's affine mix of x and its SELU saturation, per element
+//   noise            x + p * N(0, 1) (normal_, randn_like)
+//   uniform-noise    x + p * (U[0, 1) - 1/2) (uniform_, rand_like)
+//   gumbel           x + p * -log(E), E ~ Exp(1) (exponential_: Gumbel-softmax's noise)
+//   bernoulli        a straight-through Bernoulli sample of sigmoid(x / p) (the sample forward,
+//                    sigmoid's gradient backward: binary and stochastic neurons)
+//   rrelu            nn.RReLU in training mode (rrelu_with_noise: each negative element scaled by
+//                    a slope drawn from U(1/8, p), kept in a noise tensor its gradient reads)
+//   multinomial      x's elements resampled with replacement, weighted by softmax(x / p) (token
+//                    sampling with a temperature): an index its backward scatters through
+//   randperm         x's elements shuffled by randperm (p unused: 0)
 struct Random {
-  enum class Fn { dropout, noise, rrelu };
+  enum class Fn { dropout, noise, rrelu, feature_dropout, alpha_dropout, uniform_noise, gumbel, bernoulli, multinomial, randperm };
   Fn fn = Fn::dropout;
   RngSource source = RngSource::cpu;
   std::string tracker_state;  // with source tracker: the state forked around the draw
-  double p = 0.5;             // dropout probability, noise scale, or rrelu's upper slope
+  double p = 0.5;             // as each fn says above
   int x = 0;
 };
 // rrelu's lower slope (nn.RReLU's default; its default upper is 1/3).
 inline constexpr double kRreluLower = 1.0 / 8.0;
+// nn.AlphaDropout's saturation magnitude: SELU's scale times its alpha.
+inline constexpr double kAlphaDropoutSaturation = 1.7580993408473766;
 
 // Keeps a reference to its input past backward, the way a module caching its input does; no
 // output. Each run of the op replaces what the previous run kept.

@@ -35,16 +35,49 @@ inline constexpr Names<Autocast::Precision> kPrecisions[] = {{Autocast::Precisio
                                                              {Autocast::Precision::float16, "float16"}};
 inline constexpr Names<Raise::When> kRaiseWhens[] = {
     {Raise::When::always, "always"}, {Raise::When::recompute, "recompute"}, {Raise::When::first_iteration, "first-iteration"}};
-inline constexpr Names<Random::Fn> kRandomFns[] = {
-    {Random::Fn::dropout, "dropout"}, {Random::Fn::noise, "noise"}, {Random::Fn::rrelu, "rrelu"}};
+inline constexpr Names<Random::Fn> kRandomFns[] = {{Random::Fn::dropout, "dropout"},
+                                                   {Random::Fn::noise, "noise"},
+                                                   {Random::Fn::rrelu, "rrelu"},
+                                                   {Random::Fn::feature_dropout, "feature-dropout"},
+                                                   {Random::Fn::alpha_dropout, "alpha-dropout"},
+                                                   {Random::Fn::uniform_noise, "uniform-noise"},
+                                                   {Random::Fn::gumbel, "gumbel"},
+                                                   {Random::Fn::bernoulli, "bernoulli"},
+                                                   {Random::Fn::multinomial, "multinomial"},
+                                                   {Random::Fn::randperm, "randperm"}};
+
+// The p a random op's fn takes by default, as PyTorch's layers and samplers do: a dropout
+// probability of 1/2, nn.RReLU's upper slope 1/3, a noise scale of 0.1, a temperature of 1.
+inline double random_default_p(Random::Fn fn) {
+  switch (fn) {
+    case Random::Fn::dropout:
+    case Random::Fn::feature_dropout:
+    case Random::Fn::alpha_dropout: return 0.5;
+    case Random::Fn::rrelu: return 1.0 / 3.0;
+    case Random::Fn::noise:
+    case Random::Fn::uniform_noise:
+    case Random::Fn::gumbel: return 0.1;
+    case Random::Fn::bernoulli:
+    case Random::Fn::multinomial: return 1.0;
+    case Random::Fn::randperm: return 0.0;
+  }
+  return 0.0;
+}
 
 // What a random op's p must be for its fn ("a dropout probability in [0, 1)"), or "" where it
 // is that: the file reader and validation refuse with the same words.
 inline std::string random_p_expected(const Random& op) {
   switch (op.fn) {
-    case Random::Fn::dropout: return op.p >= 0.0 && op.p < 1.0 ? "" : "a dropout probability in [0, 1)";
+    case Random::Fn::dropout:
+    case Random::Fn::feature_dropout:
+    case Random::Fn::alpha_dropout: return op.p >= 0.0 && op.p < 1.0 ? "" : "a dropout probability in [0, 1)";
     case Random::Fn::rrelu: return op.p >= kRreluLower && op.p <= 1.0 ? "" : "rrelu's upper slope in [0.125, 1]";
-    case Random::Fn::noise: return "";
+    case Random::Fn::bernoulli:
+    case Random::Fn::multinomial: return op.p > 0.0 && op.p <= 1e6 ? "" : "a temperature in (0, 1e6]";
+    case Random::Fn::randperm: return op.p == 0.0 ? "" : "0 (randperm takes no p)";
+    case Random::Fn::noise:
+    case Random::Fn::uniform_noise:
+    case Random::Fn::gumbel: return "";
   }
   return "";
 }

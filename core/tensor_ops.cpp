@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <stdexcept>
 #include <string>
 
 #include "core/discards.h"
@@ -119,34 +121,91 @@ void from_source(const Random& op, const at::Tensor& x, const Draw& draw) {
   }
 }
 
+// What a random op makes of x; `drawn` gets what it drew (a mask, noise, slopes, indices), on
+// x's device. Each fn as core/case.h says, computed as properties/export_runtime.py computes it:
+// the same ops in the same order, so that an exported script's values are recheck's.
+at::Tensor random_op(const Random& op, const at::Tensor& x, at::Tensor& drawn) {
+  // A float32 tensor of `sizes` filled on the source's device by `fill(t, generator, where)`
+  // (an in-place sampler), then moved to x's device and dtype.
+  const auto sampled = [&](at::IntArrayRef sizes, const auto& fill) {
+    from_source(op, x, [&](const at::Generator& generator, at::Device where) {
+      drawn = at::empty(sizes, at::TensorOptions().dtype(at::kFloat).device(where));
+      fill(drawn, generator, where);
+      drawn = drawn.to(x.device(), x.scalar_type());
+    });
+    return drawn;
+  };
+  const auto keep_mask = [&](at::IntArrayRef sizes) {
+    return sampled(sizes, [&](at::Tensor& t, const at::Generator& g, at::Device) { t.bernoulli_(1.0 - op.p, g); });
+  };
+  // x's elements in the order of int64 indices drawn on the source's device.
+  const auto gathered = [&](const auto& draw) {
+    from_source(op, x, [&](const at::Generator& generator, at::Device where) {
+      drawn = draw(generator, where).to(x.device());
+    });
+    return x.reshape(-1).index_select(0, drawn).reshape(x.sizes());
+  };
+  switch (op.fn) {
+    case Random::Fn::dropout: return x * keep_mask(x.sizes()) / (1.0 - op.p);
+    case Random::Fn::feature_dropout: {
+      std::vector<int64_t> rows(static_cast<size_t>(x.dim()), 1);
+      if (!rows.empty()) rows[0] = x.size(0);
+      return x * keep_mask(rows) / (1.0 - op.p);
+    }
+    case Random::Fn::alpha_dropout: {
+      const at::Tensor keep = keep_mask(x.sizes());
+      const double a = 1.0 / std::sqrt((kAlphaDropoutSaturation * kAlphaDropoutSaturation * op.p + 1.0) * (1.0 - op.p));
+      return x * (keep * a) + ((keep - 1.0) * (kAlphaDropoutSaturation * a) + kAlphaDropoutSaturation * a * op.p);
+    }
+    case Random::Fn::noise:
+      return x + sampled(x.sizes(), [](at::Tensor& t, const at::Generator& g, at::Device) { t.normal_(0.0, 1.0, g); }) * op.p;
+    case Random::Fn::uniform_noise:
+      return x + (sampled(x.sizes(), [](at::Tensor& t, const at::Generator& g, at::Device) { t.uniform_(0.0, 1.0, g); }) - 0.5) * op.p;
+    case Random::Fn::gumbel:
+      return x + sampled(x.sizes(), [](at::Tensor& t, const at::Generator& g, at::Device) { t.exponential_(1.0, g).log_().neg_(); }) * op.p;
+    case Random::Fn::bernoulli: {
+      const at::Tensor probabilities = at::sigmoid(x.detach().to(at::kFloat) / op.p);
+      const at::Tensor sample = sampled(x.sizes(), [&](at::Tensor& t, const at::Generator& g, at::Device where) {
+        t.bernoulli_(probabilities.to(where), g);
+      });
+      const at::Tensor soft = at::sigmoid(x / op.p);
+      return (sample - soft.detach()) + soft;
+    }
+    case Random::Fn::rrelu: {
+      // The kernel itself, as nn.RReLU calls it in training mode: it draws a slope for each
+      // negative element, in x's dtype, into `noise`, which its backward multiplies by. nn.RReLU
+      // hands it an uninitialized tensor; recheck zeroes it, so that a gradient that reads it
+      // before the kernel filled it (pytorch#193671) is the same wrong value in every run, not
+      // whatever the allocator left there: a finding must replay, and two runs must agree.
+      drawn = at::zeros_like(x);
+      at::Tensor out;
+      from_source(op, x, [&](const at::Generator& generator, at::Device) {
+        out = at::rrelu_with_noise(x, drawn, kRreluLower, op.p, /*training=*/true, generator);
+      });
+      return out;
+    }
+    case Random::Fn::multinomial: {
+      const at::Tensor weights = at::softmax(at::nan_to_num(x.detach().reshape(-1).to(at::kFloat) / op.p), 0);
+      return gathered([&](const at::Generator& g, at::Device where) {
+        return at::multinomial(weights.to(where), weights.numel(), /*replacement=*/true, g);
+      });
+    }
+    case Random::Fn::randperm:
+      return gathered([&](const at::Generator& g, at::Device where) {
+        return at::randperm(x.numel(), g, at::TensorOptions().dtype(at::kLong).device(where));
+      });
+  }
+  throw std::logic_error("random: an fn without a computation");
+}
+
 }  // namespace
 
 Values run(const Random& op, const Values& v, uint64_t* drawn) {
   const at::Tensor& x = expect_tensor(v.at(op.x), "random");
-  if (op.fn == Random::Fn::rrelu) {
-    // The kernel itself, as nn.RReLU calls it in training mode: it draws a slope for each
-    // negative element, in x's dtype, into `noise`, which its backward multiplies by. nn.RReLU
-    // hands it an uninitialized tensor; recheck zeroes it, so that a gradient that reads it
-    // before the kernel filled it (pytorch#193671) is the same wrong value in every run, not
-    // whatever the allocator left there: a finding must replay, and two runs must agree.
-    at::Tensor noise = at::zeros_like(x);
-    at::Tensor out;
-    from_source(op, x, [&](const at::Generator& generator, at::Device) {
-      out = at::rrelu_with_noise(x, noise, kRreluLower, op.p, /*training=*/true, generator);
-    });
-    if (drawn != nullptr) *drawn = fingerprint({Value(noise)});
-    return {out};
-  }
-  at::Tensor sample;
-  from_source(op, x, [&](const at::Generator& generator, at::Device where) {
-    sample = at::empty(x.sizes(), at::TensorOptions().dtype(at::kFloat).device(where));
-    if (op.fn == Random::Fn::dropout) sample.bernoulli_(1.0 - op.p, generator);
-    else sample.normal_(0.0, 1.0, generator);
-    sample = sample.to(x.device(), x.scalar_type());
-  });
-  if (drawn != nullptr) *drawn = fingerprint({Value(sample)});
-  if (op.fn == Random::Fn::dropout) return {x * sample / (1.0 - op.p)};
-  return {x + sample * op.p};
+  at::Tensor draw;
+  at::Tensor out = random_op(op, x, draw);
+  if (drawn != nullptr) *drawn = fingerprint({Value(draw)});
+  return {out};
 }
 
 }  // namespace recheck::tensor_ops

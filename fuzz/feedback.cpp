@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "core/analysis.h"
+#include "core/case_detail.h"
 #include "properties/generator.h"
 
 // libFuzzer finds this section through the linker's __start_/__stop_ symbols; `used` keeps it
@@ -32,7 +33,8 @@ constexpr std::size_t kOpPairs = kOpByDepth + kOpKinds * kDepths;       // kind 
 constexpr std::size_t kMaxDepth = kOpPairs + kOpKinds * kOpKinds;       // 0..15
 constexpr std::size_t kArgs = kMaxDepth + 16;                           // kind x position
 constexpr std::size_t kRng = kArgs + kArgKinds * kArgPositions;         // source x context x fn
-constexpr std::size_t kDtypes = kRng + 3 * 3 * 3;                       // case dtype, leaf dtypes
+constexpr std::size_t kRandomFnCount = std::size(case_detail::kRandomFns);
+constexpr std::size_t kDtypes = kRng + 3 * 3 * kRandomFnCount;          // case dtype, leaf dtypes
 constexpr std::size_t kShapes = kDtypes + 10;                           // leaf dims 1..8
 constexpr std::size_t kVerdicts = kShapes + 16;                         // property x class
 constexpr std::size_t kLabels = kVerdicts + 16 * 5;                     // hashed corner labels
@@ -60,7 +62,7 @@ std::vector<ValueFacts> walk(const Segment& segment, std::vector<ValueFacts> val
     previous = kind;
     if (const auto* r = std::get_if<Random>(&op)) {
       const std::size_t context = in_fork ? 2 : in_checkpoint ? 1 : 0;
-      bump(kRng + (static_cast<std::size_t>(r->source) * 3 + context) * 3 + static_cast<std::size_t>(r->fn));
+      bump(kRng + (static_cast<std::size_t>(r->source) * 3 + context) * kRandomFnCount + static_cast<std::size_t>(r->fn));
     }
     std::vector<ValueFacts> body_inputs;
     std::vector<ValueFacts> outputs;

@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 
+#include "core/case_detail.h"
 #include "core/rng.h"
 #include "properties/case_decorations.h"
 #include "properties/choices.h"
@@ -140,14 +141,23 @@ void SegmentBuilder::add_op() {
     }
     case kRandom: {
       Random op;
-      op.fn = pick(std::vector<Random::Fn>{Random::Fn::dropout, Random::Fn::noise, Random::Fn::rrelu});
+      // Dropout most, as models hold it most.
+      op.fn = choose_weighted<Random::Fn>({{4, Random::Fn::dropout},
+                                           {2, Random::Fn::noise},
+                                           {2, Random::Fn::rrelu},
+                                           {2, Random::Fn::feature_dropout},
+                                           {1, Random::Fn::alpha_dropout},
+                                           {1, Random::Fn::uniform_noise},
+                                           {1, Random::Fn::gumbel},
+                                           {1, Random::Fn::bernoulli},
+                                           {1, Random::Fn::multinomial},
+                                           {1, Random::Fn::randperm}});
       op.source = choose_weighted<RngSource>({{1, RngSource::cpu},
                                               {options_.device_rng ? 1u : 0u, RngSource::device},
                                               {options_.tracker_rng ? 2u : 0u, RngSource::tracker}});
       if (op.source == RngSource::tracker) op.tracker_state = pick_tracker_state();
-      op.p = op.fn == Random::Fn::dropout ? pick(std::vector<double>{0.5, 0.5, 0.25})
-             : op.fn == Random::Fn::rrelu ? 1.0 / 3.0  // nn.RReLU's default upper slope
-                                          : 0.1;
+      op.p = case_detail::random_default_p(op.fn);
+      if (op.fn == Random::Fn::dropout) op.p = pick(std::vector<double>{0.5, 0.5, 0.25});
       op.x = x;
       push(op, xi);
       return;

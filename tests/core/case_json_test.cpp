@@ -109,7 +109,8 @@ TEST(CaseJson, reference_to_a_later_value_is_refused) {
   EXPECT_EQ(load_error(j), "case.root.ops[0].b: value v7 is not defined here (v0..v0 are)");
 }
 
-// A random op's p is what its fn reads: a dropout probability, rrelu's upper slope.
+// A random op's p is what its fn reads: a dropout probability, rrelu's upper slope, a
+// temperature; randperm reads none.
 TEST(CaseJson, a_random_op_s_p_out_of_its_fn_s_range_is_refused) {
   json j = minimal();
   j["root"]["ops"][0] = {{"op", "random"}, {"fn", "rrelu"}, {"source", "cpu"}, {"p", 0.1}, {"x", 0}};
@@ -119,6 +120,13 @@ TEST(CaseJson, a_random_op_s_p_out_of_its_fn_s_range_is_refused) {
   j["root"]["ops"][0]["fn"] = "dropout";
   j["root"]["ops"][0]["p"] = 1.0;
   EXPECT_EQ(load_error(j).rfind("case.root.ops[0].p: expected a dropout probability in [0, 1), found 1", 0), 0u) << load_error(j);
+  j["root"]["ops"][0]["fn"] = "multinomial";
+  j["root"]["ops"][0]["p"] = 0.0;
+  EXPECT_EQ(load_error(j).rfind("case.root.ops[0].p: expected a temperature in (0, 1e6], found 0", 0), 0u) << load_error(j);
+  j["root"]["ops"][0]["fn"] = "randperm";
+  EXPECT_EQ(load_error(j), "no error");
+  j["root"]["ops"][0]["p"] = 0.5;
+  EXPECT_EQ(load_error(j).rfind("case.root.ops[0].p: expected 0 (randperm takes no p), found 0.5", 0), 0u) << load_error(j);
 }
 
 // A capture reads a leaf of the case from any depth: one the case lacks is refused, and so is a

@@ -2,6 +2,7 @@
 // classification of verdict pairs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -9,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/case_detail.h"
 #include "oracles/eager.h"
 #include "properties/generator.h"
 #include "properties/report.h"
@@ -165,12 +167,14 @@ std::map<std::string, Classification> classifications(const Case& c, const char*
   return by_property;
 }
 
-// nn.RReLU in training mode (the random op rrelu) from each source: the port restores all three,
-// so its recomputation draws the slopes its forward drew and the change passes everything; a
-// function that restores only the CPU generator recomputes other slopes where they came from the
-// device's generator or a tracker state, and eager mode names it a regression.
-TEST(RandomOps, rrelu_s_slopes_are_recomputed_as_drawn_and_a_cpu_only_restore_is_caught) {
-  const Case c = parse(test_cases::kRreluCase);
+// Every random op, at its default p, from every source: the released function and the clearing
+// change recompute what each drew (every property passes), and a function that restores only
+// the CPU generator recomputes other draws where they came from the device's generator or a
+// tracker state, which recompute-fidelity sees and eager mode names a regression.
+class EveryRandomOp : public ::testing::TestWithParam<case_detail::Names<Random::Fn>> {};
+
+TEST_P(EveryRandomOp, recomputes_what_it_drew_and_a_cpu_only_restore_is_caught) {
+  const Case c = parse(test_cases::random_ops_case(GetParam().name, case_detail::random_default_p(GetParam().value)).c_str());
   for (const auto& [property, classification] : classifications(c, "nonclearing", "clearing")) {
     EXPECT_EQ(classification, Classification::pass) << property;
   }
@@ -179,6 +183,13 @@ TEST(RandomOps, rrelu_s_slopes_are_recomputed_as_drawn_and_a_cpu_only_restore_is
   EXPECT_EQ(mistaken.at("recompute-fidelity"), Classification::regression);
   EXPECT_EQ(mistaken.at("grads-match-eager"), Classification::regression);
 }
+
+INSTANTIATE_TEST_SUITE_P(RandomOps, EveryRandomOp, ::testing::ValuesIn(case_detail::kRandomFns),
+                         [](const ::testing::TestParamInfo<case_detail::Names<Random::Fn>>& info) {
+                           std::string name = info.param.name;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(AfterAnError, the_flag_megatron_leaves_set_is_a_pre_existing_finding_and_a_fix_is_fixed) {
   const Case c = parse(kRaisingBodyCase);

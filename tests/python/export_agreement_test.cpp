@@ -23,6 +23,9 @@
 #include <ATen/Parallel.h>
 
 #include "core/case.h"
+#include "core/case_detail.h"
+#include "core/rng.h"
+#include "core/tensor_ops.h"
 #include "properties/export_python.h"
 #include "properties/generator.h"
 #include "properties/report.h"
@@ -301,6 +304,63 @@ TEST(ExportAgreement, a_script_calls_every_subject_s_functions_by_the_names_the_
   for (const std::string& name : names) {
     EXPECT_NE(refused.output.find("'" + name + "'"), std::string::npos) << name << " is not among the choices:\n" << refused.output;
   }
+}
+
+// Every random op computes in an exported script (properties/export_runtime.py) what it computes
+// in recheck (core/tensor_ops.cpp), bit for bit, drawing from the CPU generator and from the
+// device's (on CPU a stand-in generator, seeded alike on both sides): a finding replays with the
+// values recheck found it with.
+TEST(ExportAgreement, every_random_op_computes_in_a_script_the_bits_it_computes_in_recheck) {
+  python::register_bridge();
+  const Case c = load_case_file(std::string(test_paths::source_dir()) + "/corpus/seeds/nested-three-deep.json");
+  ExportOptions options;
+  options.property = "grads-match-eager";
+  options.checkpoint = options.oracle = "torch-non-reentrant";
+  const std::string dir = ::testing::TempDir() + "/export_random_" + std::to_string(getpid());
+  std::system(("mkdir -p " + dir).c_str());
+  const std::string script = dir + "/case.py";
+  std::ofstream(script) << export_python(c, options);
+
+  const at::Tensor x = at::linspace(-2.0, 2.0, 12, at::kFloat).reshape({4, 3});
+  const std::pair<RngSource, const char*> sources[] = {{RngSource::cpu, "cpu"}, {RngSource::device, "device"}};
+  std::string expected;
+  std::string calls;
+  for (const auto& fn : case_detail::kRandomFns) {
+    for (const auto& [source, source_name] : sources) {
+      rng::manual_seed(rng::cpu_generator(), 11);
+      rng::manual_seed(rng::device_generator(), 12);
+      Random op;
+      op.fn = fn.value;
+      op.source = source;
+      op.p = case_detail::random_default_p(fn.value);
+      const at::Tensor out = tensor_ops::expect_tensor(tensor_ops::run(op, {Value(x)}).at(0), "test").contiguous();
+      expected += std::string(fn.name) + " " + source_name + ":";
+      const at::Tensor bits = out.view(at::kInt);
+      for (int64_t i = 0; i < bits.numel(); ++i) expected += " " + std::to_string(bits.data_ptr<int32_t>()[i]);
+      expected += "\n";
+      std::ostringstream p;
+      p.precision(17);
+      p << op.p;
+      calls += "    ('" + std::string(fn.name) + "', '" + source_name + "', " + p.str() + "),\n";
+    }
+  }
+  const std::string driver = dir + "/driver.py";
+  std::ofstream(driver) << "import runpy, torch\n"
+                        << "g = runpy.run_path('" << script << "', run_name='agreement')\n"
+                        << "x = torch.linspace(-2.0, 2.0, 12, dtype=torch.float32).reshape(4, 3)\n"
+                        << "out_file = open('" << dir << "/bits.txt', 'w')\n"
+                        << "for fn, source, p in [\n" << calls << "]:\n"
+                        << "    torch.manual_seed(11)\n"
+                        << "    g['DEVICE_GEN'].manual_seed(12)\n"
+                        << "    out = g['Run'].random(None, x, fn, source, None, p).contiguous()\n"
+                        << "    print(fn + ' ' + source + ':' + ''.join(' %d' % b for b in out.view(torch.int32).flatten().tolist()), file=out_file)\n"
+                        << "out_file.close()\n";
+  const test_shell::Result ran = test_shell::run_shell(std::string(test_paths::python_executable()) + " " + driver);
+  std::ifstream in(dir + "/bits.txt");
+  const std::string bits((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::system(("rm -rf " + dir).c_str());
+  ASSERT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_EQ(bits, expected);
 }
 
 }  // namespace
