@@ -33,6 +33,9 @@ text starts with '{', is read as JSON; any other is read as fuzzer bytes; --byte
                   runs-to-completion crash (exit code 1), as `recheck run` reports it
 --claims LIST     hold the sut to these of the change's claims, as `recheck run --claims` did
                   (its replay lines say so)
+--case-seconds S  a check still running after S seconds hangs: it is killed and reported as
+                  runs-to-completion crash, as `recheck run --case-seconds` did (default 300;
+                  0: no limit)
 --subject NAME    the checkpoint function under test (`recheck variants` lists the subjects;
                   default: the one declaring --sut, else megatron-checkpoint-function); its
                   change and oracle are the defaults of --sut and --oracle, and a Python
@@ -58,7 +61,8 @@ int command_repro(const Args& args) {
   if (args.flag("no-isolate")) {
     runner::check_can_run(c.device, file, *oracle, *sut);
   } else {
-    isolated = runner::check_isolated(c, file, *oracle, *sut, limits_of(args), claims);
+    isolated = runner::check_isolated(c, file, *oracle, *sut, limits_of(args), claims,
+                                      static_cast<double>(args.number("case-seconds", 300, 0, 7 * 24 * 3600)));
   }
   std::cout << show(c);
   if (!c.note.empty()) std::cout << "note: " << c.note << "\n";
@@ -96,6 +100,6 @@ int command_repro(const Args& args) {
 
 }  // namespace
 
-const Command kRepro{"repro", "replay one case file and print each property's verdict and evidence", kReproHelp, {"bytes", "no-isolate"}, {"subject", "sut", "oracle", "claims", "json", "limits", "device", "world-size"}, command_repro, false};
+const Command kRepro{"repro", "replay one case file and print each property's verdict and evidence", kReproHelp, {"bytes", "no-isolate"}, {"subject", "sut", "oracle", "claims", "json", "limits", "device", "world-size", "case-seconds"}, command_repro, false};
 
 }  // namespace recheck::cli

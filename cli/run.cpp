@@ -58,6 +58,10 @@ options:
                     time, at least 5 s; 0: none): the alarms first, each an equal share of
                     what is left among them, then the other buckets
   --minimize-alarms-only  minimize only the alarms' buckets (the others keep their first case)
+  --case-seconds S  a case still running after S seconds hangs (a deadlock, an endless loop):
+                    its worker is killed, and the case is a crash finding (an alarm unless the
+                    oracle hangs or crashes on it too), replayable as any other (default 300;
+                    0: no limit; without --no-isolate only)
   --previous FILE   a previous run's --json report: mark each bucket new or still present,
                     and list the previous run's buckets this one did not see as gone
   --json FILE       write a machine-readable report ('-' for standard output), its buckets
@@ -121,6 +125,7 @@ ParsedRun parse_run(const Args& args, const CheckpointImplementation& sut, const
   plan.gen = options_for(plan.gen, sut);
   parsed.world_size = world_size_option(args, sut, oracle, plan.gen.device);
   plan.fresh_process = args.flag("fresh-process");
+  plan.case_seconds = static_cast<double>(args.number("case-seconds", 300, 0, 7 * 24 * 3600));
   if (plan.fresh_process && parsed.world_size > 1) {
     throw UsageError("--fresh-process: not with --world-size above 1 (the other ranks' processes are kept across cases)");
   }
@@ -173,7 +178,8 @@ ParsedRun parse_run(const Args& args, const CheckpointImplementation& sut, const
   // The environment a replay needs ("PYTHONPATH=... ") and this program, as started.
   plan.replay_prefix = replay_command(sut, oracle);
   plan.replay_suffix = subject_argument(args) + " --sut " + sut.name() + " --oracle " + oracle.name() +
-                       claims_argument(plan.claims) + world_size_argument();
+                       claims_argument(plan.claims) + world_size_argument() +
+                       (args.has("case-seconds") ? " --case-seconds " + args.get("case-seconds", "") : "");
   return parsed;
 }
 
@@ -358,6 +364,6 @@ int command_run(const Args& args) {
 
 }  // namespace
 
-const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate", "fresh-process", "minimize-alarms-only"}, {"subject", "sut", "oracle", "claims", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "junit", "minimize-seconds", "previous", "threads", "cpu-memory-budget", "world-size", "jobs", "eager"}, command_run, false};
+const Command kRun{"run", "draw random cases, check every property of a variant against the oracle", kRunHelp, {"quiet", "no-isolate", "fresh-process", "minimize-alarms-only"}, {"subject", "sut", "oracle", "claims", "seed", "cases", "seconds", "device", "max-depth", "max-ops", "out", "json", "junit", "minimize-seconds", "case-seconds", "previous", "threads", "cpu-memory-budget", "world-size", "jobs", "eager"}, command_run, false};
 
 }  // namespace recheck::cli

@@ -1,5 +1,6 @@
 #include "runner/bucket_minimize.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "properties/corpus.h"
@@ -37,6 +38,8 @@ int minimize_buckets(Buckets& buckets, const BucketMinimizing& how) {
     }
     runner::CaseWorker worker("bucket " + std::to_string(i + 1), original.device, how.oracle, how.sut, Limits{});
     worker.hold_to_claims(how.claims);
+    // A candidate that hangs costs no more than this bucket's share (and at least a second).
+    worker.limit_case_seconds(std::max(1.0, std::chrono::duration<double>(until - now).count()));
     FailureSignature signature;
     signature.property = b.property;
     if (!crash) {
@@ -48,7 +51,8 @@ int minimize_buckets(Buckets& buckets, const BucketMinimizing& how) {
     auto still_fails = [&](const Case& candidate) {
       try {
         const runner::IsolatedCheck checked = worker.check(candidate);
-        if (crash) return !checked.result.has_value();
+        // A crash bucket keeps its kind: a hang stays a hang, a signal a signal.
+        if (crash) return !checked.result.has_value() && checked.hung == is_hang(b.signature);
         return checked.result && shows(*checked.result, signature);
       } catch (const CaseError&) {
         return false;

@@ -1,13 +1,19 @@
 #include "runner/case_worker.h"
 
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
 #include "core/rng.h"
 #include "core/torch_compat.h"
+#include "runner/interrupts.h"
 #include "runner/ranks.h"
 #include "runner/results_json.h"
 
@@ -106,8 +112,26 @@ void CaseWorker::send(const Case& c) {
 }
 
 IsolatedCheck CaseWorker::receive() {
-  const std::optional<std::string> answer = process_.read_line();
   IsolatedCheck outcome;
+  if (case_seconds_ > 0 && process_.running()) {
+    // The answer comes in one write: once output is there, read_line does not wait for long.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(case_seconds_);
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        kill(process_.pid(), SIGKILL);
+        process_.stop();
+        std::ostringstream hung;
+        hung << "the check process " << kHangWords << " " << case_seconds_ << " s and was killed";
+        outcome.crash = hung.str();
+        outcome.hung = true;
+        return outcome;
+      }
+      if (!wait_for_output({&process_}, static_cast<int>(std::min<int64_t>(left.count(), 60000))).empty()) break;
+      if (interrupted()) break;
+    }
+  }
+  const std::optional<std::string> answer = process_.read_line();
   // No answer, or a part of one (the worker died writing it): the check crashed.
   if (!answer) {
     const std::string how = process_.stop();
@@ -132,9 +156,11 @@ IsolatedCheck CaseWorker::check(const Case& c) {
 }
 
 IsolatedCheck check_isolated(const Case& c, const std::string& file, CheckpointImplementation& oracle,
-                             CheckpointImplementation& sut, const Limits& limits, const ClaimChoice& claims) {
+                             CheckpointImplementation& sut, const Limits& limits, const ClaimChoice& claims,
+                             double case_seconds) {
   CaseWorker worker(file, c.device, oracle, sut, limits);
   worker.hold_to_claims(claims);
+  worker.limit_case_seconds(case_seconds);
   return worker.check(c);
 }
 

@@ -35,6 +35,7 @@ std::string device_missing(const std::string& device);
 struct IsolatedCheck {
   std::optional<CaseResult> result;
   std::string crash;  // "the check process was killed by signal 6 (Aborted)" when it died
+  bool hung = false;  // it was killed for running past its time (CaseWorker::limit_case_seconds)
 };
 
 class CaseWorker {
@@ -52,6 +53,10 @@ class CaseWorker {
   void hold_to_share(int jobs);
   // Holds the sut to these of the change's claims (recheck run --claims). Before the first check.
   void hold_to_claims(const ClaimChoice& claims) { claims_ = claims; }
+  // A check still running after `seconds` hangs (a deadlock, an endless loop): the worker is
+  // killed and the check is a crash ("... did not finish the case within 300 s and was
+  // killed"). 0: no limit. Default: 300 s, as `recheck run --case-seconds`.
+  void limit_case_seconds(double seconds) { case_seconds_ = seconds; }
 
   // The result, or how the worker died checking `c`. Throws CaseError when the case cannot run
   // here (no device, a variant that cannot start) or the check stopped on an error. A worker
@@ -77,10 +82,13 @@ class CaseWorker {
   ClaimChoice claims_;
   double device_fraction_ = 1.0;
   int64_t kills_before_ = 0;  // the out-of-memory kills counted when the case in progress was sent
+  double case_seconds_ = 300;
 };
 
 // Checks `c` in a process of its own. Throws CaseError when the case cannot run there.
+// `case_seconds`: as CaseWorker::limit_case_seconds.
 IsolatedCheck check_isolated(const Case& c, const std::string& file, CheckpointImplementation& oracle,
-                             CheckpointImplementation& sut, const Limits& limits = {}, const ClaimChoice& claims = {});
+                             CheckpointImplementation& sut, const Limits& limits = {}, const ClaimChoice& claims = {},
+                             double case_seconds = 300);
 
 }  // namespace recheck::runner

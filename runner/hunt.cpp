@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -10,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <variant>
@@ -126,6 +129,8 @@ struct Worker {
   int64_t kills_before = -1;  // the out-of-memory kills when the case in progress started
   bool started = false;       // it began a case
   bool finished = false;      // it said "done"
+  bool hung = false;          // killed for running past the case's time
+  std::chrono::steady_clock::time_point since;  // when the case in progress started
   std::string error;
 };
 
@@ -139,7 +144,7 @@ HuntOutcome hunt_in_workers(int jobs, const WorkerHunt& hunt) {
   HuntOutcome outcome;
   auto start = [&](Worker& w) {
     w.in_progress.reset();
-    w.started = w.finished = false;
+    w.started = w.finished = w.hung = false;
     w.error.clear();
     const int64_t first = w.next;
     w.process.start([&, first](FILE*, int out) { worker_body(first, stride, hunt, out); }, false);
@@ -193,9 +198,21 @@ HuntOutcome hunt_in_workers(int jobs, const WorkerHunt& hunt) {
       running.push_back(&w->process);
     }
     if (running.empty()) break;
+    // Waits no longer than the first case in progress may still run.
+    int timeout_ms = -1;
+    if (hunt.case_seconds > 0) {
+      const auto now = std::chrono::steady_clock::now();
+      for (const Worker* w : watched) {
+        if (!w->in_progress || w->hung) continue;
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            w->since + std::chrono::duration<double>(hunt.case_seconds) - now);
+        const int ms = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(left.count() + 1, 60000)));
+        timeout_ms = timeout_ms < 0 ? ms : std::min(timeout_ms, ms);
+      }
+    }
     std::vector<size_t> has_output;
     try {
-      has_output = wait_for_output(running);  // none after an interrupt: the workers have it too
+      has_output = wait_for_output(running, timeout_ms);  // none after an interrupt or the timeout
     } catch (const std::runtime_error& error) {
       outcome.failed = error.what();
       stop_all();
@@ -212,6 +229,7 @@ HuntOutcome hunt_in_workers(int jobs, const WorkerHunt& hunt) {
           w.in_progress = std::stoll(line.substr(6), &end);
           w.kills_before = std::stoll(line.substr(6 + end));
           w.started = true;
+          w.since = std::chrono::steady_clock::now();
         } else if (line.rfind("error ", 0) == 0) {
           w.error = line.substr(6);
         } else {
@@ -234,7 +252,13 @@ HuntOutcome hunt_in_workers(int jobs, const WorkerHunt& hunt) {
         continue;
       }
       const int64_t index = *w.in_progress;
-      ready.emplace(index, CaseLost{killed_for_memory(w.process.status(), w.kills_before), status, w.error});
+      if (w.hung) {
+        std::ostringstream hung;
+        hung << kHangWords << " " << hunt.case_seconds << " s (--case-seconds) and was killed";
+        ready.emplace(index, CaseLost{false, true, hung.str(), w.error});
+      } else {
+        ready.emplace(index, CaseLost{killed_for_memory(w.process.status(), w.kills_before), false, status, w.error});
+      }
       w.in_progress.reset();
       w.next = index + stride;
       if (outcome.failed.empty() && !hunt.should_stop(w.next)) start(w);
@@ -242,6 +266,16 @@ HuntOutcome hunt_in_workers(int jobs, const WorkerHunt& hunt) {
     if (!outcome.failed.empty()) {
       stop_all();
       break;
+    }
+    // A case past its time: its worker is killed; its end comes through the loop as any other.
+    if (hunt.case_seconds > 0) {
+      const auto now = std::chrono::steady_clock::now();
+      for (Worker* w : watched) {
+        if (!w->process.running() || !w->in_progress || w->hung) continue;
+        if (now - w->since < std::chrono::duration<double>(hunt.case_seconds)) continue;
+        w->hung = true;
+        kill(w->process.pid(), SIGKILL);
+      }
     }
     release(false);
   }

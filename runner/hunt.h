@@ -17,7 +17,8 @@ namespace recheck::runner {
 // A case whose worker died in it (no result came back).
 struct CaseLost {
   bool killed_for_memory = false;  // by the out-of-memory killer
-  std::string status;              // how the worker ended (describe_status)
+  bool hung = false;               // killed by the hunt: it ran past WorkerHunt::case_seconds
+  std::string status;              // how the worker ended (describe_status), or that it hung
   std::string error;               // what it said when an exception ended it in the case
 };
 
@@ -38,6 +39,10 @@ struct WorkerHunt {
   // a global tracker's states, the is-checkpointing flag) reaches no later case. A crash or an
   // out-of-memory kill of that fork ends the worker the same way, so it is reported as before.
   bool fresh_process_per_case = false;
+  // A case still running after this many seconds hangs (a deadlock, an endless loop): its
+  // worker is killed, the case reported lost (CaseLost::hung), and a new worker goes on from the
+  // next. 0: no limit.
+  double case_seconds = 0;
 };
 
 struct HuntOutcome {

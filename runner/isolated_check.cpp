@@ -44,7 +44,7 @@ OwnProcessVerdict first_alarm_in_own_process(const Case& c, CheckpointImplementa
 }
 
 std::string oracle_crash(const Case& c, CheckpointImplementation& oracle, const std::function<void()>& ready,
-                         RunOptions options, EagerRun eager_run, const ClaimChoice& claims) {
+                         RunOptions options, EagerRun eager_run, const ClaimChoice& claims, double case_seconds) {
   WorkerProcess alone;
   alone.start([&](FILE*, int) {
     if (ready) ready();
@@ -52,7 +52,7 @@ std::string oracle_crash(const Case& c, CheckpointImplementation& oracle, const 
     unmeasured.measure_memory = false;
     (void)run_case(c, oracle, unmeasured);
   }, /*with_input=*/false, /*takes_interrupts=*/true);
-  const std::string alone_ended = alone.stop();
+  const std::string alone_ended = alone.stop_within(case_seconds);
   if (WIFSIGNALED(alone.status())) return "the worker process running it alone " + alone_ended;
   for (int attempt = 0; attempt < 3; ++attempt) {
     WorkerProcess itself;
@@ -60,7 +60,7 @@ std::string oracle_crash(const Case& c, CheckpointImplementation& oracle, const 
       if (ready) ready();
       (void)check_case(c, oracle, oracle, options, eager_run, claims);
     }, /*with_input=*/false, /*takes_interrupts=*/true);
-    const std::string itself_ended = itself.stop();
+    const std::string itself_ended = itself.stop_within(case_seconds);
     if (WIFSIGNALED(itself.status())) return "the worker process checking it against itself " + itself_ended;
   }
   return "";
@@ -69,8 +69,8 @@ std::string oracle_crash(const Case& c, CheckpointImplementation& oracle, const 
 std::string Crash::signature() const { return crash_signature(how, pre_existing()); }
 
 Crash classify_crash(const Case& c, std::string how, CheckpointImplementation& oracle, const std::function<void()>& ready,
-                     RunOptions options, EagerRun eager_run, const ClaimChoice& claims) {
-  std::string oracle_end = oracle_crash(c, oracle, ready, options, eager_run, claims);
+                     RunOptions options, EagerRun eager_run, const ClaimChoice& claims, double case_seconds) {
+  std::string oracle_end = oracle_crash(c, oracle, ready, options, eager_run, claims, case_seconds);
   return Crash{std::move(how), std::move(oracle_end)};
 }
 

@@ -35,9 +35,11 @@ OwnProcessVerdict first_alarm_in_own_process(const Case& c, CheckpointImplementa
 // and by which allocator), up to three times, each in a process of its own. How the process that
 // crashed ended ("the worker process running it alone was killed by signal 11 (Segmentation
 // fault)"), or "" when none did. `ready` runs first in each process (a command's per-process
-// preparation).
+// preparation). `case_seconds` > 0: a process still running after that long hangs too, and is
+// killed ("... did not end within 300 s and was killed").
 std::string oracle_crash(const Case& c, CheckpointImplementation& oracle, const std::function<void()>& ready = {},
-                         RunOptions options = {}, EagerRun eager_run = EagerRun::always, const ClaimChoice& claims = {});
+                         RunOptions options = {}, EagerRun eager_run = EagerRun::always, const ClaimChoice& claims = {},
+                         double case_seconds = 0);
 
 // A variant's crash on a case, classified: the released function's own (pre-existing: reported,
 // neither an alarm nor a kill) when the oracle crashes on the case too, the variant's otherwise.
@@ -51,6 +53,7 @@ struct Crash {
 // `how` the variant's process ended on `c`; the rest as for oracle_crash.
 Crash classify_crash(const Case& c, std::string how, CheckpointImplementation& oracle,
                      const std::function<void()>& ready = {}, RunOptions options = {},
-                     EagerRun eager_run = EagerRun::always, const ClaimChoice& claims = {});
+                     EagerRun eager_run = EagerRun::always, const ClaimChoice& claims = {},
+                     double case_seconds = 0);
 
 }  // namespace recheck::runner

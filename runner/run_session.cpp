@@ -182,7 +182,8 @@ void Session::lost(int64_t index, const CaseLost& case_lost) {
   const std::string how =
       "the worker process " + case_lost.status + (case_lost.error.empty() ? "" : ": " + case_lost.error);
   const Crash crash = case_lost.error.empty() ? classify_crash(case_at(index), how, oracle_, [this] { ready(); },
-                                                               plan_.run_options, plan_.eager_run, plan_.claims)
+                                                               plan_.run_options, plan_.eager_run, plan_.claims,
+                                                               plan_.case_seconds)
                                               : Crash{how, ""};
   if (crash.pre_existing()) ++record_.pre_existing_crashes;
   report_finding(index, kCrashProperty, kCrash, !crash.pre_existing(), crash.how, crash.oracle_end, crash.signature());
@@ -229,6 +230,7 @@ RunRecord Session::run() && {
                     [this](int64_t index, const CaseResult& result) { handle(index, result); },
                     [this](int64_t index, const CaseLost& case_lost) { lost(index, case_lost); }};
     hunt.fresh_process_per_case = plan_.fresh_process;
+    hunt.case_seconds = plan_.case_seconds;
     const HuntOutcome outcome = hunt_in_workers(plan_.jobs, hunt);
     if (!outcome.failed.empty()) {
       record_.failed = outcome.failed;

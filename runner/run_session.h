@@ -57,6 +57,9 @@ struct RunPlan {
   int64_t threads = 0;   // torch's intra-op threads in the process checking cases (0: torch's choice)
   bool isolate = true;   // false: cases run in this process (--no-isolate)
   bool fresh_process = false;
+  // A case still running after this many seconds hangs: its worker is killed and the case is a
+  // crash finding (runner/hunt.h). 0: no limit; only where cases run in workers (isolate).
+  double case_seconds = 300;
   bool quiet = false;           // no progress lines
   bool track_progress = false;  // record the run over time (RunRecord::progress)
   std::string code_note;      // " | sut code: ..." appended to each finding file's note

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "core/errors.h"
@@ -191,11 +193,11 @@ std::optional<std::string> WorkerProcess::read_line() {
   return line;
 }
 
-std::vector<size_t> wait_for_output(const std::vector<WorkerProcess*>& children) {
+std::vector<size_t> wait_for_output(const std::vector<WorkerProcess*>& children, int timeout_ms) {
   std::vector<pollfd> fds;
   for (const WorkerProcess* child : children) fds.push_back({child->output_fd(), POLLIN, 0});
   std::vector<size_t> ready;
-  if (poll(fds.data(), fds.size(), -1) < 0) {
+  if (poll(fds.data(), fds.size(), timeout_ms) < 0) {
     if (errno == EINTR) return ready;
     throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
   }
@@ -231,8 +233,7 @@ std::vector<std::string> WorkerProcess::read_available(bool& ended) {
   return lines;
 }
 
-std::string WorkerProcess::stop() {
-  if (pid_ == 0) return "";
+void WorkerProcess::close_pipes() {
   if (to_child_ >= 0) {
     parent_ends().erase(to_child_);
     close(to_child_);
@@ -245,10 +246,41 @@ std::string WorkerProcess::stop() {
   from_child_ = nullptr;
   pending_.clear();
   status_ = 0;
+}
+
+std::string WorkerProcess::stop() { return stop_within(0); }
+
+std::string WorkerProcess::stop_within(double seconds) {
+  if (pid_ == 0) return "";
+  close_pipes();
+  bool killed = false;
+  if (seconds > 0) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (;;) {
+      const pid_t ended = waitpid(pid_, &status_, WNOHANG);
+      if (ended == pid_ || (ended < 0 && errno != EINTR)) break;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        kill(pid_, SIGKILL);
+        killed = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!killed) {
+      if (takes_interrupts_) remove_worker(pid_);
+      pid_ = 0;
+      return describe_status(status_);
+    }
+  }
   while (waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
   }
   if (takes_interrupts_) remove_worker(pid_);
   pid_ = 0;
+  if (killed) {
+    std::ostringstream text;
+    text << "did not end within " << seconds << " s and was killed";
+    return text.str();
+  }
   return describe_status(status_);
 }
 

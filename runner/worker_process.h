@@ -16,6 +16,11 @@
 
 namespace recheck::runner {
 
+// How a case that ran past its time (a hang) is told: "the worker process did not finish the case
+// within 300 s ..." (a run's finding), "the check process did not finish ..." (a replay's).
+inline constexpr const char* kHangWords = "did not finish the case within";
+inline bool is_hang(const std::string& how) { return how.find(kHangWords) != std::string::npos; }
+
 // "was killed by signal 9 (Killed)", "exited with status 3": how a process ended (waitpid).
 std::string describe_status(int status);
 
@@ -59,8 +64,9 @@ class WorkerProcess;
 
 // For a parent watching several running children: waits until one or more has output (or has
 // ended) and returns their positions in `children`; none when a signal (an interrupt) cut the
-// wait short. Throws std::runtime_error when poll fails.
-std::vector<size_t> wait_for_output(const std::vector<WorkerProcess*>& children);
+// wait short, or when `timeout_ms` passed first (-1: no limit). Throws std::runtime_error when
+// poll fails.
+std::vector<size_t> wait_for_output(const std::vector<WorkerProcess*>& children, int timeout_ms = -1);
 
 class WorkerProcess {
  public:
@@ -92,6 +98,10 @@ class WorkerProcess {
   // Closes the pipes, waits for the child and says how it ended ("" when none ran); status()
   // keeps the waitpid status.
   std::string stop();
+  // As stop, but a child still running `seconds` after its pipes closed (a hang: a deadlock, an
+  // endless loop) is killed with SIGKILL, and then said so: "did not end within 300 s and was
+  // killed". 0: waits as long as it takes, as stop does.
+  std::string stop_within(double seconds);
   int status() const { return status_; }
 
  private:
@@ -101,6 +111,8 @@ class WorkerProcess {
   FILE* from_child_ = nullptr;
   std::string pending_;  // read_available's part of a line
   bool takes_interrupts_ = true;
+
+  void close_pipes();
 };
 
 }  // namespace recheck::runner

@@ -61,5 +61,26 @@ TEST(Conventions, a_convention_that_does_not_fit_is_refused_in_one_line_saying_w
   }
 }
 
+// A function whose backward never returns (tests/data/hanging_checkpoint.py, after the probe of
+// its convention): each case that reaches it is killed after --case-seconds and reported as a
+// hang, with the oracle's hang found alike (here the function is its own oracle), and the run
+// ends, failed, instead of waiting for good.
+TEST(Conventions, a_function_that_hangs_is_killed_after_its_time_and_the_run_goes_on) {
+  const std::string spec = "python:" + std::string(test_paths::source_dir()) + "/tests/data/hanging_checkpoint.py:checkpoint@fn,args";
+  const std::string out = ::testing::TempDir() + "/hanging";
+  // The run's output, then the crash files it wrote (which say how the case ended).
+  const test_shell::Result run = test_shell::run_shell(
+      "rm -rf " + out + "; timeout 300 " + std::string(test_paths::recheck_binary()) +
+      " run --seed 1 --cases 10 --quiet --minimize-seconds 0 --case-seconds 2 --sut " + spec + " --out " + out +
+      "; status=$?; cat " + out + "/*-runs-to-completion-crash.json; exit $status");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("did not finish the case within 2 s (--case-seconds) and was killed"), std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("of them with the oracle too (pre-existing)"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("FAIL: 0 findings and "), std::string::npos) << run.output;
+  // Its replay line holds the replay to the same time.
+  EXPECT_NE(run.output.find(spec + " --case-seconds 2\n"), std::string::npos) << run.output;
+}
+
 }  // namespace
 }  // namespace recheck

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -243,6 +244,42 @@ TEST(Hunt, a_fresh_process_per_case_reports_crashes_exceptions_and_refusals_as_a
   refusing.fresh_process_per_case = true;
   EXPECT_EQ(hunt_in_workers(1, refusing).failed, "the worker could not start (exited with status 3): no CUDA device");
   EXPECT_EQ(refused.events, events({}));
+}
+
+// A case that hangs (a deadlock in a variant: libtorch's node mutex waited on by its own
+// thread) is killed after case_seconds and lost as hung, with and without a fork per case, and
+// the hunt goes on from the next case; with no limit nothing is killed.
+TEST(Hunt, a_case_past_its_time_is_killed_and_lost_as_hung_and_the_hunt_goes_on) {
+  for (const bool fresh : {false, true}) {
+    Seen seen;
+    WorkerHunt hunt = seen.hunt([](int64_t i) { return i >= 4; }, [](int64_t i) {
+      if (i == 1) std::this_thread::sleep_for(std::chrono::hours(1));
+      if (i == 2) std::this_thread::sleep_for(std::chrono::milliseconds(300));  // slow, in time
+      return numbered(i);
+    });
+    hunt.fresh_process_per_case = fresh;
+    hunt.case_seconds = 1.5;
+    const auto began = std::chrono::steady_clock::now();
+    EXPECT_EQ(hunt_in_workers(2, hunt).failed, "");
+    EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(30));
+    EXPECT_EQ(seen.events, events({"R0", "L1", "R2", "R3"})) << fresh;
+    ASSERT_EQ(seen.lost.size(), 1u);
+    EXPECT_TRUE(seen.lost[0].hung);
+    EXPECT_FALSE(seen.lost[0].killed_for_memory);
+    EXPECT_EQ(seen.lost[0].status, "did not finish the case within 1.5 s (--case-seconds) and was killed");
+  }
+}
+
+// stop_within kills a child that does not end in time, and says so; one that ends is described
+// as stop describes it.
+TEST(WorkerProcessTest, stop_within_kills_a_child_that_does_not_end_and_says_so) {
+  WorkerProcess hanging;
+  hanging.start([](FILE*, int) { std::this_thread::sleep_for(std::chrono::hours(1)); }, false, false);
+  EXPECT_EQ(hanging.stop_within(0.5), "did not end within 0.5 s and was killed");
+  EXPECT_TRUE(WIFSIGNALED(hanging.status()));
+  WorkerProcess ending;
+  ending.start([](FILE*, int) {}, false, false);
+  EXPECT_EQ(ending.stop_within(5), "exited with status 0");
 }
 
 // An exception that escapes a case ends the worker there, and says what it was: `run` reports
