@@ -44,6 +44,7 @@ LOSS_WEIGHTS = {  # output: [(shape, values), ...], recheck's weights for each s
 }
 
 import argparse
+import math
 import sys
 import warnings
 import weakref
@@ -92,6 +93,7 @@ def exported_without_output(name):
 
 
 RRELU_LOWER = 1.0 / 8.0  # nn.RReLU's default lower slope, as recheck's rrelu draws
+ALPHA_SATURATION = 1.7580993408473766  # nn.AlphaDropout's: SELU's scale times its alpha
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16,
           "int64": torch.int64, "bool": torch.bool}
@@ -324,39 +326,63 @@ class Run:
         return records
 
     def random(self, x, fn, source, state, p):
+        """A random op's value, as recheck computes it (core/tensor_ops.cpp): the same draws from
+        the same generator, the same ops in the same order."""
+        def from_source(draw):
+            if source == "cpu":
+                return draw(torch.default_generator, "cpu")
+            if source == "device":
+                return draw(DEVICE_GEN, x.device)
+            with tracker().fork(state):
+                return draw(DEVICE_GEN, x.device)
+
+        def sampled(shape, fill):
+            def draw(generator, where):
+                t = torch.empty(shape, dtype=torch.float32, device=where)
+                fill(t, generator, where)
+                return t.to(x.device, x.dtype)
+            return from_source(draw)
+
+        def keep_mask(shape):
+            return sampled(shape, lambda t, g, where: t.bernoulli_(1.0 - p, generator=g))
+
+        def gathered(draw):
+            index = from_source(lambda g, where: draw(g, where).to(x.device))
+            return x.reshape(-1).index_select(0, index).reshape(x.shape)
+
+        if fn == "dropout":
+            return x * keep_mask(x.shape) / (1.0 - p)
+        if fn == "feature-dropout":
+            rows = [x.shape[0]] + [1] * (x.dim() - 1) if x.dim() > 0 else []
+            return x * keep_mask(rows) / (1.0 - p)
+        if fn == "alpha-dropout":
+            keep = keep_mask(x.shape)
+            a = 1.0 / math.sqrt((ALPHA_SATURATION * ALPHA_SATURATION * p + 1.0) * (1.0 - p))
+            return x * (keep * a) + ((keep - 1.0) * (ALPHA_SATURATION * a) + ALPHA_SATURATION * a * p)
+        if fn == "noise":
+            return x + sampled(x.shape, lambda t, g, where: t.normal_(0.0, 1.0, generator=g)) * p
+        if fn == "uniform-noise":
+            return x + (sampled(x.shape, lambda t, g, where: t.uniform_(0.0, 1.0, generator=g)) - 0.5) * p
+        if fn == "gumbel":
+            return x + sampled(x.shape, lambda t, g, where: t.exponential_(1.0, generator=g).log_().neg_()) * p
+        if fn == "bernoulli":
+            probabilities = torch.sigmoid(x.detach().to(torch.float32) / p)
+            sample = sampled(x.shape, lambda t, g, where: t.bernoulli_(probabilities.to(where), generator=g))
+            soft = torch.sigmoid(x / p)
+            return (sample - soft.detach()) + soft
         if fn == "rrelu":
             # nn.RReLU in training mode: the kernel draws each negative element's slope, in x's
             # dtype, into the noise its backward multiplies by. nn.RReLU hands it an uninitialized
             # tensor; zeroed here as in recheck, so that a gradient reading it unfilled
             # (pytorch#193671) is the same wrong value in every run.
             noise = torch.zeros_like(x)
-
-            def apply(generator):
-                return torch.ops.aten.rrelu_with_noise(x, noise, RRELU_LOWER, p, True, generator)
-
-            if source == "cpu":
-                return apply(torch.default_generator)
-            if source == "device":
-                return apply(DEVICE_GEN)
-            with tracker().fork(state):
-                return apply(DEVICE_GEN)
-
-        def draw(generator, where):
-            sample = torch.empty(x.shape, dtype=torch.float32, device=where)
-            if fn == "dropout":
-                sample.bernoulli_(1.0 - p, generator=generator)
-            else:
-                sample.normal_(0.0, 1.0, generator=generator)
-            return sample.to(x.device, x.dtype)
-
-        if source == "cpu":
-            sample = draw(torch.default_generator, "cpu")
-        elif source == "device":
-            sample = draw(DEVICE_GEN, x.device)
-        else:
-            with tracker().fork(state):
-                sample = draw(DEVICE_GEN, x.device)
-        return x * sample / (1.0 - p) if fn == "dropout" else x + sample * p
+            return from_source(lambda g, where: torch.ops.aten.rrelu_with_noise(x, noise, RRELU_LOWER, p, True, g))
+        if fn == "multinomial":
+            weights = torch.softmax(torch.nan_to_num(x.detach().reshape(-1).to(torch.float32) / p), 0)
+            return gathered(lambda g, where: torch.multinomial(weights.to(where), weights.numel(), True, generator=g))
+        if fn == "randperm":
+            return gathered(lambda g, where: torch.randperm(x.numel(), generator=g, dtype=torch.int64, device=where))
+        raise ValueError("unknown random fn " + fn)
 
     def raise_op(self, x, when):
         if when == "recompute" and self.recomputing == 0:
