@@ -137,7 +137,8 @@ struct PlainOpFacts {
   std::vector<ValueFacts> operator()(const Random& op) const { return {computed_from(values[op.x])}; }
   std::vector<ValueFacts> operator()(const Stash&) const { return {}; }
   std::vector<ValueFacts> operator()(const Discard&) const { return {}; }
-  std::vector<ValueFacts> operator()(const Raise& op) const { return {computed_from(values[op.x])}; }
+  // Where it does not raise, the same tensor.
+  std::vector<ValueFacts> operator()(const Raise& op) const { return {values[op.x]}; }
   // The leaf itself, in a body too: no checkpoint detaches what it does not receive.
   std::vector<ValueFacts> operator()(const Capture& op) const { return {leaves.at(static_cast<size_t>(op.leaf))}; }
   std::vector<ValueFacts> operator()(const Checkpoint&) const {

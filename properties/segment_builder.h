@@ -97,11 +97,14 @@ class SegmentBuilder {
   }
 
   void push(Op op, ValueInfo info) {
-    if (!std::holds_alternative<InPlace>(op)) info.view = std::holds_alternative<View>(op);
-    const bool same_storage = std::holds_alternative<View>(op) || std::holds_alternative<InPlace>(op);
+    // An in-place op yields its input itself, and so does a raise where it does not raise.
+    const bool itself = std::holds_alternative<InPlace>(op) || std::holds_alternative<Raise>(op);
+    if (!itself) info.view = std::holds_alternative<View>(op);
+    const bool same_storage = itself || std::holds_alternative<View>(op);
     info.of_input = std::holds_alternative<Capture>(op) ||
                     (same_storage && values_.at(static_cast<size_t>(op_inputs(op).front())).of_input);
-    // A view of a captured leaf, or the leaf changed in place, is the leaf's storage still.
+    // A view of a captured leaf, or the leaf itself (changed in place, or passed through a raise),
+    // is the leaf's storage still.
     info.captured = std::holds_alternative<Capture>(op) ||
                     (same_storage && values_.at(static_cast<size_t>(op_inputs(op).front())).captured);
     segment_.ops.push_back(std::move(op));

@@ -152,6 +152,12 @@ TEST(CaseJson, a_capture_names_one_of_the_case_s_leaves_and_a_body_does_not_retu
       "body": {"ops": [{"op": "capture", "leaf": 0}], "outputs": [0]}}], "outputs": [1]})");
   EXPECT_EQ(load_error(j).rfind("case.root.ops[1].body.outputs[0]: a checkpoint's body returns a captured leaf itself", 0), 0u)
       << load_error(j);
+  // And through a raise, which yields it where it does not raise (a 100,000-case run met this
+  // one: the recomputation waited on its own node until --case-seconds killed it).
+  j["root"]["ops"][1]["body"] = json::parse(R"({"ops": [{"op": "capture", "leaf": 0},
+      {"op": "raise", "x": 1, "when": "first-iteration"}], "outputs": [2]})");
+  EXPECT_EQ(load_error(j).rfind("case.root.ops[1].body.outputs[0]: a checkpoint's body returns a captured leaf itself", 0), 0u)
+      << load_error(j);
 }
 
 TEST(CaseJson, misspelt_field_is_refused) {
