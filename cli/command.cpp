@@ -13,6 +13,7 @@
 #include "properties/generator.h"
 #include "suts/subject.h"
 #include "core/tensor_parallel.h"
+#include "runner/worker_process.h"
 
 namespace recheck::cli {
 
@@ -195,6 +196,10 @@ std::string oracle_option(const Args& args) {
 
 std::string subject_argument(const Args& args) {
   return args.has("subject") ? " --subject " + args.get("subject", "") : "";
+}
+
+double case_seconds_option(const Args& args) {
+  return static_cast<double>(args.number("case-seconds", static_cast<int64_t>(runner::kCaseSeconds), 0, 7 * 24 * 3600));
 }
 
 std::string device_option(const Args& args, const char* option) {

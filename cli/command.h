@@ -133,6 +133,9 @@ void check_output_folder(const std::string& dir, const std::string& option);
 
 // --device: cpu or cuda (default cpu), refused otherwise.
 std::string device_option(const Args& args, const char* option = "device");
+// --case-seconds: how long a case may run before it is taken for a hang (runner::kCaseSeconds
+// when not given; 0: no limit).
+double case_seconds_option(const Args& args);
 
 // --world-size N (default 1): the tensor-parallel group the cases run in, set for this process
 // (core/tensor_parallel.h). More than one rank is refused unless both variants are Megatron's

@@ -61,8 +61,7 @@ int command_repro(const Args& args) {
   if (args.flag("no-isolate")) {
     runner::check_can_run(c.device, file, *oracle, *sut);
   } else {
-    isolated = runner::check_isolated(c, file, *oracle, *sut, limits_of(args), claims,
-                                      static_cast<double>(args.number("case-seconds", 300, 0, 7 * 24 * 3600)));
+    isolated = runner::check_isolated(c, file, *oracle, *sut, limits_of(args), claims, case_seconds_option(args));
   }
   std::cout << show(c);
   if (!c.note.empty()) std::cout << "note: " << c.note << "\n";

@@ -125,7 +125,7 @@ ParsedRun parse_run(const Args& args, const CheckpointImplementation& sut, const
   plan.gen = options_for(plan.gen, sut);
   parsed.world_size = world_size_option(args, sut, oracle, plan.gen.device);
   plan.fresh_process = args.flag("fresh-process");
-  plan.case_seconds = static_cast<double>(args.number("case-seconds", 300, 0, 7 * 24 * 3600));
+  plan.case_seconds = case_seconds_option(args);
   if (plan.fresh_process && parsed.world_size > 1) {
     throw UsageError("--fresh-process: not with --world-size above 1 (the other ranks' processes are kept across cases)");
   }

@@ -82,13 +82,13 @@ class CaseWorker {
   ClaimChoice claims_;
   double device_fraction_ = 1.0;
   int64_t kills_before_ = 0;  // the out-of-memory kills counted when the case in progress was sent
-  double case_seconds_ = 300;
+  double case_seconds_ = kCaseSeconds;
 };
 
 // Checks `c` in a process of its own. Throws CaseError when the case cannot run there.
 // `case_seconds`: as CaseWorker::limit_case_seconds.
 IsolatedCheck check_isolated(const Case& c, const std::string& file, CheckpointImplementation& oracle,
                              CheckpointImplementation& sut, const Limits& limits = {}, const ClaimChoice& claims = {},
-                             double case_seconds = 300);
+                             double case_seconds = kCaseSeconds);
 
 }  // namespace recheck::runner

@@ -19,6 +19,7 @@
 #include "properties/generator.h"
 #include "properties/properties.h"
 #include "properties/report.h"
+#include "runner/worker_process.h"
 
 namespace recheck::runner {
 
@@ -59,7 +60,7 @@ struct RunPlan {
   bool fresh_process = false;
   // A case still running after this many seconds hangs: its worker is killed and the case is a
   // crash finding (runner/hunt.h). 0: no limit; only where cases run in workers (isolate).
-  double case_seconds = 300;
+  double case_seconds = kCaseSeconds;
   bool quiet = false;           // no progress lines
   bool track_progress = false;  // record the run over time (RunRecord::progress)
   std::string code_note;      // " | sut code: ..." appended to each finding file's note

@@ -19,6 +19,9 @@ namespace recheck::runner {
 // How a case that ran past its time (a hang) is told: "the worker process did not finish the case
 // within 300 s ..." (a run's finding), "the check process did not finish ..." (a replay's).
 inline constexpr const char* kHangWords = "did not finish the case within";
+// How long a case may run before it is taken for a hang, unless a command is told otherwise
+// (--case-seconds): a case takes milliseconds on CPU, a real model's seconds on a GPU.
+inline constexpr double kCaseSeconds = 300;
 inline bool is_hang(const std::string& how) { return how.find(kHangWords) != std::string::npos; }
 
 // "was killed by signal 9 (Killed)", "exited with status 3": how a process ended (waitpid).
