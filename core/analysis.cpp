@@ -139,6 +139,8 @@ struct PlainOpFacts {
   std::vector<ValueFacts> operator()(const Discard&) const { return {}; }
   // Where it does not raise, the same tensor.
   std::vector<ValueFacts> operator()(const Raise& op) const { return {values[op.x]}; }
+  // The same tensor, with a hook on it.
+  std::vector<ValueFacts> operator()(const Hook& op) const { return {values[op.x]}; }
   // The leaf itself, in a body too: no checkpoint detaches what it does not receive.
   std::vector<ValueFacts> operator()(const Capture& op) const { return {leaves.at(static_cast<size_t>(op.leaf))}; }
   std::vector<ValueFacts> operator()(const Checkpoint&) const {

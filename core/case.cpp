@@ -45,6 +45,7 @@ const char* op_name(const Op& op) {
     const char* operator()(const Autocast&) const { return "autocast"; }
     const char* operator()(const Discard&) const { return "discard"; }
     const char* operator()(const Capture&) const { return "capture"; }
+    const char* operator()(const Hook&) const { return "hook"; }
   };
   return std::visit(Visit{}, op);
 }
@@ -71,6 +72,7 @@ struct OpInputs {
   std::vector<int> operator()(const Random& o) const { return {o.x}; }
   std::vector<int> operator()(const Stash& o) const { return {o.x}; }
   std::vector<int> operator()(const Raise& o) const { return {o.x}; }
+  std::vector<int> operator()(const Hook& o) const { return {o.x}; }
   std::vector<int> operator()(const Discard& o) const {
     std::vector<int> refs = o.checkpoints;
     refs.push_back(o.hook);
@@ -113,6 +115,7 @@ int segment_value_count(const Segment& segment, int input_count) {
 const char* to_string(DType dtype) { return name_of(kDTypes, dtype); }
 const char* to_string(RngSource source) { return name_of(kSources, source); }
 const char* to_string(Random::Fn fn) { return name_of(kRandomFns, fn); }
+const char* to_string(Hook::Kind kind) { return name_of(kHookKinds, kind); }
 
 DType leaf_dtype(const Case& c, const Leaf& leaf) { return leaf.dtype.value_or(c.dtype); }
 

@@ -206,8 +206,22 @@ struct Capture {
   int leaf = 0;
 };
 
+// Hangs a hook on its input and yields it again (the same tensor), as layers, training loops and
+// gradient-scaling code do, and records every call of it: which hook, and the gradient it saw.
+//   tensor  x.register_hook(h): h sees x's gradient and, with a scale other than 1, returns it
+//           times scale (a hook that scales or clips); with scale 1 it returns nothing
+// It hangs the hook only on a tensor that requires grad, as code guarding `if x.requires_grad`
+// does: nothing in a reentrant checkpoint's forward (run under no_grad) but on its arguments.
+// A hook stops recording, and stops scaling, when its iteration ends.
+struct Hook {
+  enum class Kind { tensor };
+  Kind kind = Kind::tensor;
+  double scale = 1.0;
+  int x = 0;
+};
+
 using Op = std::variant<Unary, Binary, Matmul, View, InPlace, Reduce, Argmax, Random, Stash, Raise,
-                        Checkpoint, Fork, Autocast, Discard, Capture>;
+                        Checkpoint, Fork, Autocast, Discard, Capture, Hook>;
 
 struct Segment {
   std::vector<Op> ops;
@@ -262,6 +276,7 @@ int segment_value_count(const Segment& segment, int input_count);
 const char* to_string(DType dtype);
 const char* to_string(RngSource source);
 const char* to_string(Random::Fn fn);
+const char* to_string(Hook::Kind kind);
 DType leaf_dtype(const Case& c, const Leaf& leaf);
 at::ScalarType scalar_type(DType dtype);
 

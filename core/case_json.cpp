@@ -162,6 +162,11 @@ struct OpToJson {
     j["hook"] = op.hook;
   }
   void operator()(const Capture& op) { j["leaf"] = op.leaf; }
+  void operator()(const Hook& op) {
+    j["kind"] = name_of(kHookKinds, op.kind);
+    if (op.scale != 1.0) j["scale"] = op.scale;
+    j["x"] = op.x;
+  }
 };
 
 json segment_to_json(const Segment& segment);
@@ -343,6 +348,14 @@ struct OpFromJson {
   Capture operator()(std::in_place_type_t<Capture>) const {
     r.only({"op", "leaf"});
     return Capture{value_ref(r.field("leaf"))};
+  }
+  Hook operator()(std::in_place_type_t<Hook>) const {
+    r.only({"op", "kind", "scale", "x"});
+    Hook op;
+    op.kind = r.field("kind").choice(kHookKinds);
+    if (r.has("scale")) op.scale = r.field("scale").number();
+    op.x = x();
+    return op;
   }
 };
 

@@ -76,6 +76,10 @@ struct OpShow {
   }
   // The root's leaf, wherever the op sits (in a body, v0.. are the body's inputs).
   std::string operator()(const Capture& op) const { return "capture(leaves[" + std::to_string(op.leaf) + "])"; }
+  std::string operator()(const Hook& op) const {
+    return std::string(name_of(kHookKinds, op.kind)) + "_hook(" + v(op.x) +
+           (op.scale == 1.0 ? "" : ", scale=" + format_double(op.scale)) + ")";
+  }
 };
 
 void show_segment(const Segment& segment, int input_count, const std::string& indent, std::ostringstream& out) {

@@ -60,6 +60,7 @@ struct InputField {
   std::string operator()(const Random&) const { return ".x"; }
   std::string operator()(const Stash&) const { return ".x"; }
   std::string operator()(const Raise&) const { return ".x"; }
+  std::string operator()(const Hook&) const { return ".x"; }
   std::string operator()(const Discard& o) const {
     return k < o.checkpoints.size() ? ".checkpoints[" + std::to_string(k) + "]" : ".hook";
   }
@@ -153,6 +154,11 @@ std::vector<ValueFacts> validate_segment(const Segment& segment, std::vector<Val
           capture != nullptr && (capture->leaf < 0 || static_cast<size_t>(capture->leaf) >= leaves.size())) {
         throw CaseError(op_path + ".leaf: leaf " + std::to_string(capture->leaf) + " is not one of the case's " +
                         std::to_string(leaves.size()) + " leaves");
+      }
+      if (const auto* hook = std::get_if<Hook>(&op);
+          hook != nullptr && values[static_cast<size_t>(hook->x)].kind != ValueFacts::Kind::tensor) {
+        throw CaseError(op_path + ".x: a hook hangs on a tensor, and value " + std::to_string(hook->x) + " is " +
+                        (values[static_cast<size_t>(hook->x)].kind == ValueFacts::Kind::none ? "None" : "a literal"));
       }
       int64_t copies = 0;
       made = plain_op_facts(op, values, leaves, &copies);

@@ -39,6 +39,7 @@ at::Tensor clone_for_record(const at::Tensor& t) {
 struct Sites {
   std::map<const Checkpoint*, std::string> checkpoints;
   std::map<const Discard*, std::string> discards;
+  std::map<const Hook*, std::string> hooks;
   struct StashSite {
     const Stash* stash;
     std::string site;
@@ -53,6 +54,7 @@ void collect_sites(const Segment& segment, const std::string& path, Sites& sites
     const std::string site = path + ".ops[" + std::to_string(i) + "]";
     if (const auto* stash = std::get_if<Stash>(&op)) sites.stashes.push_back({stash, site, &op});
     if (const auto* discard = std::get_if<Discard>(&op)) sites.discards[discard] = site;
+    if (const auto* hook = std::get_if<Hook>(&op)) sites.hooks[hook] = site;
     const Segment* body = op_body(op);
     if (!body) continue;
     if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) sites.checkpoints[checkpoint] = site;
@@ -151,10 +153,16 @@ class Interpreter {
 
   // The iteration's discard records (IterationRecord::discards); lets go of what they held.
   std::vector<DiscardRecord> finish_discards() { return discards_.finish(); }
+  // The calls of this iteration's hooks; the hooks stop recording and scaling.
+  std::vector<HookCall> finish_hooks() {
+    hooks_->active = false;
+    return std::move(hooks_->calls);
+  }
   std::vector<std::string> alive_checkpoint_objects() const { return discards_.alive_objects(); }
 
   void start_iteration(int i) {
     iteration = i;
+    hooks_ = std::make_shared<HookLog>();
     raised_by_.reset();
     last_kept_.reset();
     recomputation_inputs.clear();
@@ -247,6 +255,23 @@ class Interpreter {
   }
 
   Values run(const Discard&, const Values&) { throw std::logic_error("a discard runs in run_segment"); }
+
+  // Hangs the hook where the tensor requires grad (Hook): x itself, with a hook on it.
+  Values run(const Hook& op, const Values& v) {
+    const at::Tensor& x = tensor_ops::expect_tensor(v.at(op.x), "hook");
+    if (!x.requires_grad()) return {x};
+    auto record = [log = hooks_, site = sites_.hooks.at(&op), recomputation = recomputing_ > 0](const at::Tensor& grad) {
+      if (!log->active) return false;
+      log->calls.push_back({site, recomputation, clone_for_record(grad)});
+      return true;
+    };
+    if (op.scale == 1.0) {
+      x.register_hook([record](const at::Tensor& grad) { record(grad); });
+    } else {
+      x.register_hook([record, scale = op.scale](const at::Tensor& grad) { return record(grad) ? grad * scale : at::Tensor(); });
+    }
+    return {x};
+  }
 
   // The leaf itself: a parameter the body captures, not an argument any checkpoint detaches.
   Values run(const Capture& op, const Values&) { return {leaves_.at(static_cast<size_t>(op.leaf))}; }
@@ -351,6 +376,12 @@ class Interpreter {
   Sites sites_;
   std::map<const Stash*, Value> stash_;
   Discards discards_;
+  // What this iteration's hooks record; a hook of an earlier iteration holds that one's, off.
+  struct HookLog {
+    bool active = true;
+    std::vector<HookCall> calls;
+  };
+  std::shared_ptr<HookLog> hooks_ = std::make_shared<HookLog>();
   std::shared_ptr<KeptCheckpoint> last_kept_;  // the checkpoint without output that just returned
   int recomputing_ = 0;  // recomputations in progress
   std::shared_ptr<const TraceIndex> trace_index_;
@@ -443,6 +474,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
   auto record_state_after = [&](IterationRecord& record) {
     const bool completed = !record.error;
     record.discards = interpreter.finish_discards();  // before the floor: the records' tensors are the harness's
+    record.hook_calls = interpreter.finish_hooks();
     if (completed && allocations) {
       const std::vector<memory::Allocation> made = allocations->take();
       if (!allocations->overflowed()) interpreter.name_allocations(made, record.allocations);

@@ -81,6 +81,14 @@ struct AliveInput {
   std::string describe() const;  // "root.ops[1] input 0 (512 B, .grad 512 B), held by the stash ..."
 };
 
+// One call of the hook a hook op hung (core/case.h Hook), in the order the calls came.
+struct HookCall {
+  std::string site;  // the hook op, "root.ops[2].body.ops[0]"
+  // Whether the op that hung it ran in a recomputation (else in forward, or outside checkpoints).
+  bool hung_in_recomputation = false;
+  at::Tensor grad;  // the gradient it was called with, cloned
+};
+
 // One iteration of a run: what it computed, and the state it left. An iteration that raised
 // (`error` set) has no outputs or loss; its leaves, RNG states, flag and recomputation inputs
 // are the state the error left, as the caller sees it once the exception reached it.
@@ -105,6 +113,9 @@ struct IterationRecord {
   // Every checkpoint a discard op named in this iteration, in the order the discards ran; after
   // an error too (then the outputs as the error left them).
   std::vector<DiscardRecord> discards;
+  // Every call of a hook the iteration's hook ops hung, in order; after an error too (the calls
+  // made before it).
+  std::vector<HookCall> hook_calls;
   // Every recomputation input still alive after an iteration that completed, and what holds it,
   // recorded before the harness lets go of their .grad (MemoryRecord::released_bytes).
   std::vector<AliveInput> alive_inputs;

@@ -238,6 +238,7 @@ struct MayWrite {
   bool operator()(const Stash&) const { return false; }
   bool operator()(const Raise&) const { return false; }
   bool operator()(const Capture&) const { return false; }
+  bool operator()(const Hook&) const { return false; }
 };
 
 }  // namespace

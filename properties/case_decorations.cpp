@@ -5,6 +5,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/analysis.h"
 #include "core/torch_version.h"
 #include "properties/choices.h"
 
@@ -61,6 +62,87 @@ void checkpoint_bodies(Segment& segment, std::vector<std::pair<Segment*, int>>& 
   }
 }
 
+// A segment a hook may be hung in: what is known of each of its values (core/analysis.h), how
+// many are its inputs, and whether it runs inside a checkpoint's body.
+struct HookPlace {
+  Segment* segment;
+  std::vector<ValueFacts> values;
+  size_t inputs;
+  bool in_checkpoint;
+};
+
+// A fork's or an autocast region's body, run inline; null for any other op.
+Segment* region_body(Op& op) {
+  if (auto* fork = std::get_if<Fork>(&op)) return &*fork->body;
+  if (auto* region = std::get_if<Autocast>(&op)) return &*region->body;
+  return nullptr;
+}
+
+// Every segment of `segment` (itself first), with its values' facts.
+void hook_places(Segment& segment, std::vector<ValueFacts> values, bool in_checkpoint,
+                 const std::vector<ValueFacts>& leaves, std::vector<HookPlace>& out) {
+  const size_t place = out.size();
+  out.push_back({&segment, {}, values.size(), in_checkpoint});
+  for (Op& op : segment.ops) {
+    std::vector<ValueFacts> made;
+    if (auto* checkpoint = std::get_if<Checkpoint>(&op)) {
+      std::vector<ValueFacts> args;
+      for (const Arg& arg : checkpoint->args) args.push_back(as_body_input(arg_facts(arg, values)));
+      const size_t body = out.size();
+      hook_places(*checkpoint->body, args, true, leaves, out);
+      std::vector<ValueFacts> outputs;
+      for (int ref : out[body].segment->outputs) outputs.push_back(out[body].values.at(static_cast<size_t>(ref)));
+      made = checkpoint_output_facts(args, outputs);
+    } else if (Segment* body = region_body(op)) {
+      std::vector<ValueFacts> args;
+      for (int ref : op_inputs(op)) args.push_back(as_body_input(values.at(static_cast<size_t>(ref))));
+      const size_t inner = out.size();
+      hook_places(*body, args, in_checkpoint, leaves, out);
+      for (int ref : out[inner].segment->outputs) made.push_back(out[inner].values.at(static_cast<size_t>(ref)));
+    } else {
+      made = plain_op_facts(op, values, leaves);
+    }
+    for (ValueFacts& f : made) values.push_back(std::move(f));
+  }
+  out[place].values = std::move(values);
+}
+
+// Hooks on a case's tensors, as layers, training loops and gradient-scaling code hang them: in
+// one case in three, one or two hooks, each on a tensor that requires grad, mostly inside a
+// checkpoint's body and there half the time on an argument of the body (where a recomputation
+// hangs it a second time). A hook op is appended to the end of its segment, so that every value
+// keeps its number and the case is the one drawn without it; a hook on a tensor hangs on its
+// gradient whenever it is hung (a tensor changed in place later is hooked as it is last).
+void draw_hooks(Case& c) {
+  if (choose_in_range(0, 3) != 2) return;
+  const std::vector<ValueFacts> leaves = leaves_facts(c);
+  std::vector<HookPlace> places;
+  hook_places(c.root, leaves, false, leaves, places);
+  const int64_t hooks = choose_in_range(1, 3);
+  for (int64_t h = 0; h < hooks; ++h) {
+    std::vector<size_t> bodies;
+    for (size_t p = 0; p < places.size(); ++p) {
+      if (places[p].in_checkpoint) bodies.push_back(p);
+    }
+    const size_t place = !bodies.empty() && choose_in_range(0, 4) != 0 ? pick(bodies) : choose_in_range<size_t>(0, places.size());
+    HookPlace& where = places[place];
+    std::vector<int> hookable;
+    std::vector<int> arguments;
+    for (size_t v = 0; v < where.values.size(); ++v) {
+      const ValueFacts& f = where.values[v];
+      if (f.kind != ValueFacts::Kind::tensor || !f.shape || !f.floating() || !f.requires_grad) continue;
+      hookable.push_back(static_cast<int>(v));
+      if (v < where.inputs) arguments.push_back(static_cast<int>(v));
+    }
+    if (hookable.empty()) continue;
+    const int x = where.in_checkpoint && !arguments.empty() && choose_in_range(0, 2) == 1 ? pick(arguments) : pick(hookable);
+    // A quarter scale the gradient by a power of two (exact in every dtype), as loss scaling does.
+    const double scale = choose_in_range(0, 4) == 3 ? pick(std::vector<double>{0.5, 2.0}) : 1.0;
+    where.segment->ops.push_back(Hook{Hook::Kind::tensor, scale, x});
+    where.values.push_back(where.values[static_cast<size_t>(x)]);
+  }
+}
+
 }  // namespace
 
 void draw_decorations(Case& c) {
@@ -96,6 +178,8 @@ void draw_decorations(Case& c) {
         half && compat::autocast_has_float16(c.device) ? Autocast::Precision::float16 : Autocast::Precision::bfloat16;
     wrap_in_autocast(c.root, static_cast<int>(c.leaves.size()), /*enabled=*/true, c.device, dtype);
   }
+  // Hooks last: the case without them is the one drawn before hooks were.
+  draw_hooks(c);
 }
 
 }  // namespace recheck

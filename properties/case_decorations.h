@@ -1,6 +1,6 @@
 // What the generator draws after a case's graph, so that the graph is the one drawn without it:
-// a loop that goes on after an error, and autocast regions (around the forward, inside a
-// checkpoint's body).
+// a loop that goes on after an error, autocast regions (around the forward, inside a
+// checkpoint's body), and hooks on its tensors.
 #pragma once
 
 #include "core/case.h"

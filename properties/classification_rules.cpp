@@ -158,6 +158,19 @@ bool grads_bitwise_where_the_oracle_s_are_not_eager_s(PropertyResult& r, const R
   return true;
 }
 
+bool hooks_bitwise_where_the_oracle_s_are_not_eager_s(PropertyResult& r, const RuleContext& context) {
+  const PropertyResult* match_eager = context.result_of("hooks-match-eager");
+  if (!(match_eager != nullptr && !match_eager->oracle.holds)) return false;
+  if (match_eager->sut.holds) {
+    r.classification = Classification::fixed;
+    explain(r.sut, "the oracle's hook calls are not eager mode's and this run's are (hooks-match-eager)");
+  } else {
+    r.classification = Classification::pre_existing;
+    explain(r.sut, "the oracle's hook calls are not eager mode's (hooks-match-eager): no reference for these calls");
+  }
+  return true;
+}
+
 bool stash_eager_mode_keeps_as_the_sut_does(PropertyResult& r, const RuleContext& context) {
   if (!(r.oracle.holds && r.sut.iteration >= 0)) return false;
   if (const auto site = stash_fixed_against_eager(context.runs.eager, context.oracle, context.sut,

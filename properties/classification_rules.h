@@ -51,6 +51,10 @@ bool grads_of_another_loss(PropertyResult& r, const RuleContext& context);
 // grads-bitwise: the oracle's gradients are not eager mode's (grads-match-eager): no reference
 // for these bits (pre-existing).
 bool grads_bitwise_where_the_oracle_s_are_not_eager_s(PropertyResult& r, const RuleContext& context);
+// hooks-bitwise: the oracle's hook calls are not eager mode's (hooks-match-eager): no reference
+// for these calls; fixed where the sut's are eager mode's, else pre-existing (hooks-match-eager
+// judges how the two part from eager mode).
+bool hooks_bitwise_where_the_oracle_s_are_not_eager_s(PropertyResult& r, const RuleContext& context);
 // stash-kept, stash-grads: in both runs the stash op, recomputed, read other values than in
 // forward (the traces): each keeps what its recomputation got wrong (pre-existing).
 bool a_stash_both_recomputations_get_wrong(PropertyResult& r, const RuleContext& context);

@@ -246,6 +246,10 @@ class SegmentWriter {
              "(run, " + held_all(o.args) + "))";
     }
     std::string operator()(const Capture& o) const { return "v.append(run.leaves[" + std::to_string(o.leaf) + "])"; }
+    std::string operator()(const Hook& o) const {
+      return "v.append(run.hook(" + py_string(site) + ", " + held(o.x) + ", " + py_string(to_string(o.kind)) + ", " +
+             py_float(o.scale) + "))";
+    }
     std::string operator()(const Discard& o) const {
       std::string named;
       for (int k : o.checkpoints) named += "kept[" + std::to_string(k) + "], ";

@@ -47,6 +47,12 @@ class FeatureWalker {
           }
         }
       }
+      if (const auto* h = std::get_if<Hook>(&op)) {
+        out_.insert(depth == 0                                    ? "hook outside checkpoints"
+                    : static_cast<size_t>(h->x) < input_count ? "hook on a checkpoint body's argument"
+                                                                : "hook inside a checkpoint");
+        if (h->scale != 1.0) out_.insert("hook that scales the gradient");
+      }
       if (const auto* r = std::get_if<Raise>(&op)) {
         out_.insert(r->when == Raise::When::always      ? "raise in forward"
                     : r->when == Raise::When::recompute ? "raise in recomputation"

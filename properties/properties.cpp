@@ -11,6 +11,7 @@
 #include "properties/body_state.h"
 #include "properties/classification_rules.h"
 #include "properties/discard_properties.h"
+#include "properties/hook_properties.h"
 #include "properties/memory_properties.h"
 #include "properties/records.h"
 #include "properties/value_properties.h"
@@ -86,6 +87,21 @@ const std::vector<Property>& properties() {
       p.located = Located::at_value;
       p.exported = true;
       p.by_eager = {rules::grads_of_another_loss};
+    }
+    {
+      Property& p = declare("hooks-match-eager",
+                            "each hook a case hangs is called as often as eager mode's, with its gradients within the ulp bound",
+                            hook_calls_match_eager);
+      p.eager_reads = kReadsHookCalls;
+      p.exported = true;
+    }
+    {
+      Property& p = declare("hooks-bitwise",
+                            "the hooks' calls come in the oracle's order, each with the oracle's gradient bitwise",
+                            hook_calls_bitwise);
+      p.compares_with_oracle = true;
+      p.exported = true;
+      p.by_eager = {rules::hooks_bitwise_where_the_oracle_s_are_not_eager_s};
     }
     {
       Property& p = declare("rng-restored", "after every iteration the CPU, device and tracker states equal eager mode's",
@@ -270,6 +286,7 @@ bool agree_for_eager(const Observations& a, const Observations& b) {
         ((reads & kReadsLeafData) && !same_tensors(x.leaf_data, y.leaf_data)) || ((reads & kReadsRng) && !same_rng(x.rng, y.rng)) ||
         ((reads & kReadsFlag) && x.checkpointing_flag != y.checkpointing_flag) ||
         ((reads & kReadsAutocast) && x.autocast != y.autocast) ||
+        ((reads & kReadsHookCalls) && !same_hook_calls(x.hook_calls, y.hook_calls)) ||
         ((reads & kReadsFloor) && (x.memory.measured != y.memory.measured || x.memory.floor != y.memory.floor ||
                               keeps_a_graph(a, i) != keeps_a_graph(b, i)))) {
       return false;

@@ -37,7 +37,7 @@ size_t python_index(const variable_list& items, size_t position) {
 
 }  // namespace
 
-void python_autograd_backward(const variable_list& outputs, const variable_list& grads) {
+void python_autograd_backward(const variable_list& outputs, const variable_list& grads, bool retain_graph) {
   for (size_t i = 0; i < outputs.size() && i < grads.size(); ++i) {
     if (!grads[i].defined() || outputs[i].sizes() == grads[i].sizes()) continue;
     // In Python's order: the gradient's index, then the output's; either may raise instead.
@@ -49,7 +49,7 @@ void python_autograd_backward(const variable_list& outputs, const variable_list&
                                           std::to_string(output_index) + "] has a shape of " +
                                           python_size(outputs[i].sizes()) + ".");
   }
-  torch::autograd::backward(outputs, grads);
+  torch::autograd::backward(outputs, grads, retain_graph);
 }
 
 }  // namespace recheck

@@ -11,8 +11,9 @@ namespace recheck {
 
 // Raises Python's RuntimeError ("Mismatch in shape: grad_output[i] has a shape of
 // torch.Size([..]) and output[j] has a shape of torch.Size([..]).") for the first gradient whose
-// shape is not its output's, then runs the engine.
+// shape is not its output's, then runs the engine (keeping the graph for another backward when
+// `retain_graph`).
 void python_autograd_backward(const torch::autograd::variable_list& outputs,
-                              const torch::autograd::variable_list& grads);
+                              const torch::autograd::variable_list& grads, bool retain_graph = false);
 
 }  // namespace recheck

@@ -436,6 +436,11 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     LiveDetachedInputs live(&detached_inputs);
     if (decisions.differentiated == Decisions::Differentiated::by_backward) {
       python_autograd_backward(kept_outputs, kept_grads);
+    } else if (decisions.differentiated == Decisions::Differentiated::per_output) {
+      for (size_t k = 0; k < kept_outputs.size(); ++k) {
+        python_autograd_backward({kept_outputs[k]}, {k < kept_grads.size() ? kept_grads[k] : at::Tensor()},
+                                 /*retain_graph=*/k + 1 < kept_outputs.size());
+      }
     } else {
       // torch.autograd.grad(outputs, the detached inputs that require grad, grads, allow_unused=True),
       // each result put in its input's .grad for the collection below.

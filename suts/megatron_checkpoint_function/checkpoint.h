@@ -77,9 +77,11 @@ struct CheckpointDecisions {
   // Which gradients are paired with the recomputed outputs that require grad.
   enum class GradsPaired { filtered_with_them, unfiltered } grads_paired = GradsPaired::filtered_with_them;
   // How the recomputed graph is differentiated: torch.autograd.backward, which accumulates into
-  // every leaf it reaches (the parameters a body captured too), or torch.autograd.grad of the
-  // detached inputs alone, a rewrite that gives captured parameters nothing.
-  enum class Differentiated { by_backward, inputs_only } differentiated = Differentiated::by_backward;
+  // every leaf it reaches (the parameters a body captured too); torch.autograd.grad of the
+  // detached inputs alone, a rewrite that gives captured parameters nothing; or one backward per
+  // output (retaining the graph for the next), which accumulates the same sums where each
+  // value feeds at most two outputs but calls a hook on a value feeding several once per output.
+  enum class Differentiated { by_backward, inputs_only, per_output } differentiated = Differentiated::by_backward;
   // What backward returns for each detached input.
   enum class Collected { the_grad, the_grad_moved_out, a_copy, zeros_where_undefined } collected = Collected::the_grad;
   // What backward keeps or frees once it collected.

@@ -118,6 +118,10 @@ const std::vector<Variant>& variants() {
              "differentiates the recomputation with torch.autograd.grad of the detached inputs, not backward: "
              "parameters the body captured get no gradient",
              [](D& d) { d.differentiated = D::Differentiated::inputs_only; }),
+      mutant("backward-per-output",
+             "differentiates the recomputation with one backward per output: a hook on a value that feeds several "
+             "outputs is called once for each",
+             [](D& d) { d.differentiated = D::Differentiated::per_output; }),
       mutant("keeps-last-grads", "keeps the last collected gradients alive, as a debugging aid",
              [](D& d) { d.after_collecting = D::AfterCollecting::keeps_the_last_grads; }),
       mutant("returns-grad-copies", "returns a copy of each collected gradient instead of the gradient itself",
@@ -198,7 +202,7 @@ Subject megatron_checkpoint_function() {
   subject.properties = {"grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager",
                         "rng-restored",  "errors-match",    "no-side-effects",   "flag-in-body",
                         "stash-kept",    "stash-grads",     "grad-released",     "memory-floor",
-                        "no-extra-allocations"};
+                        "no-extra-allocations", "hooks-match-eager", "hooks-bitwise"};
   subject.leaves_out = {
       {"memory-eager-floor", "the change is held to the released function's floor (memory-floor) instead"},
       {"discard-own-outputs", "CheckpointFunction has no discard (CheckpointWithoutOutput's)"},

@@ -160,6 +160,33 @@ TEST(CaseJson, a_capture_names_one_of_the_case_s_leaves_and_a_body_does_not_retu
       << load_error(j);
 }
 
+// A hook op hangs on a tensor and yields it again: its kind and scale round-trip (a scale of 1 is
+// left out), a kind it does not know and a hook on a non-tensor are refused, and a body cannot
+// return a captured leaf through it.
+TEST(CaseJson, a_hook_hangs_on_a_tensor_and_yields_it_again) {
+  json j = minimal();
+  j["root"]["ops"].push_back(json::parse(R"({"op": "hook", "kind": "tensor", "scale": 0.5, "x": 1})"));
+  j["root"]["outputs"] = {2};
+  EXPECT_EQ(load_error(j), "no error");
+  Case c = case_from_json(j);
+  EXPECT_EQ(to_json(c), to_json(case_from_json(to_json(c))));
+  EXPECT_NE(show(c).find("v2 = tensor_hook(v1, scale=0.5)"), std::string::npos) << show(c);
+  std::get<Hook>(c.root.ops[1]).scale = 1.0;
+  EXPECT_FALSE(to_json(c)["root"]["ops"][1].contains("scale")) << to_json(c).dump();
+  j["root"]["ops"][1]["kind"] = "backward";
+  EXPECT_EQ(load_error(j).rfind("case.root.ops[1].kind: expected one of \"tensor\"", 0), 0u) << load_error(j);
+  j["root"]["ops"][1]["kind"] = "tensor";
+  j["root"]["ops"][1]["x"] = 3;
+  EXPECT_EQ(load_error(j), "case.root.ops[1].x: value v3 is not defined here (v0..v1 are)");
+  j["root"]["ops"][1] = json::parse(R"({"op": "checkpoint", "distribute": false, "args": [null],
+      "body": {"ops": [{"op": "hook", "kind": "tensor", "x": 0}], "outputs": [1]}})");
+  EXPECT_EQ(load_error(j), "case.root.ops[1].body.ops[0].x: a hook hangs on a tensor, and value 0 is None");
+  j["root"]["ops"][1] = json::parse(R"({"op": "checkpoint", "distribute": false, "args": [{"ref": 1}],
+      "body": {"ops": [{"op": "capture", "leaf": 0}, {"op": "hook", "kind": "tensor", "x": 1}], "outputs": [2]}})");
+  EXPECT_EQ(load_error(j).rfind("case.root.ops[1].body.outputs[0]: a checkpoint's body returns a captured leaf itself", 0), 0u)
+      << load_error(j);
+}
+
 TEST(CaseJson, misspelt_field_is_refused) {
   json j = minimal();
   j["leaves"][0]["requires_gard"] = true;
