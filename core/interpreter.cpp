@@ -268,7 +268,10 @@ class Interpreter {
     if (op.scale == 1.0) {
       x.register_hook([record](const at::Tensor& grad) { record(grad); });
     } else {
-      x.register_hook([record, scale = op.scale](const at::Tensor& grad) { return record(grad) ? grad * scale : at::Tensor(); });
+      // An undefined gradient (an output whose gradient is None) is handed on as it is.
+      x.register_hook([record, scale = op.scale](const at::Tensor& grad) {
+        return record(grad) && grad.defined() ? grad * scale : at::Tensor();
+      });
     }
     return {x};
   }

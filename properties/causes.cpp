@@ -345,6 +345,9 @@ std::string CauseSignatures::of(const PropertyResult& result) {
       const int symptom = defined && d->reference == "None" ? 1 : defined && d->subject == "None" ? -1 : 0;
       location = requires_grad_parting(run, *eager, sites(), failing.iteration < 0 ? INT_MAX : failing.iteration, symptom);
     }
+    if (location.empty() && !in_recomputation && eager != nullptr) {
+      location = hook_parting(run, *eager, failing.iteration < 0 ? INT_MAX : failing.iteration);
+    }
     if (location.empty() && !run.trace.empty()) {
       location = in_recomputation ? "no op's recomputation differs from its forward"
                                   : "every op agrees with eager's: it arises in backward";

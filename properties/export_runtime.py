@@ -354,7 +354,7 @@ class Run:
             if calls is not self.hook_calls:
                 return None
             calls.append((site, recomputation, keep(grad)))
-            return None if scale == 1.0 else grad * scale
+            return None if scale == 1.0 or grad is None else grad * scale
         x.register_hook(hook)
         return x
 

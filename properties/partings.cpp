@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "properties/causes.h"
+#include "properties/hook_properties.h"
 
 namespace recheck {
 
@@ -248,6 +249,16 @@ bool recomputed_from_other_values(const Observations& run, int op, int iteration
     if (e.recomputation && (recomputed == nullptr || e.started > recomputed->started)) recomputed = &e;
   }
   return forward != nullptr && recomputed != nullptr && forward->inputs != recomputed->inputs;
+}
+
+std::string hook_parting(const Observations& run, const Observations& eager, int last_iteration) {
+  // The iterations' records alone: the check reads nothing else of the run.
+  Observations upto;
+  const size_t iterations = last_iteration < 0 ? 0 : std::min(run.iterations.size(), static_cast<size_t>(last_iteration) + 1);
+  upto.iterations.assign(run.iterations.begin(), run.iterations.begin() + static_cast<std::ptrdiff_t>(iterations));
+  const Verdict calls = hook_calls_match_eager(upto, Runs{eager, run});
+  if (calls.holds || calls.detail.rfind("called ", 0) != 0) return "";
+  return "a hook is " + abstract_text(calls.detail);
 }
 
 }  // namespace recheck

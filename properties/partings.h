@@ -27,6 +27,12 @@ std::string first_difference(const Observations& run, const Observations* eager,
 std::string requires_grad_parting(const Observations& run, const Observations& eager, const std::vector<OpSite>& sites,
                                   int last_iteration, int symptom);
 
+// Where a hook's calls part from eager mode's in iterations up to `last_iteration`: a hook called
+// more or fewer times than eager mode's, and where it was hung ("a hook is called more times than
+// eager mode's, hung in forward and in a recomputation"); a gradient it scaled is then scaled as
+// often. "" where every hook is called as often as eager mode's.
+std::string hook_parting(const Observations& run, const Observations& eager, int last_iteration);
+
 // How the two runs' recomputations part from their forwards, by their traces: the op executions
 // each recomputes otherwise than its forward ran them (read, made or left other values), and
 // the random ops each recomputes drawing other numbers than its forward drew.

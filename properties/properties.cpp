@@ -93,6 +93,7 @@ const std::vector<Property>& properties() {
                             "each hook a case hangs is called as often as eager mode's, with its gradients within the ulp bound",
                             hook_calls_match_eager);
       p.eager_reads = kReadsHookCalls;
+      p.located = Located::at_value;
       p.exported = true;
     }
     {
@@ -100,6 +101,7 @@ const std::vector<Property>& properties() {
                             "the hooks' calls come in the oracle's order, each with the oracle's gradient bitwise",
                             hook_calls_bitwise);
       p.compares_with_oracle = true;
+      p.located = Located::at_value;
       p.exported = true;
       p.by_eager = {rules::hooks_bitwise_where_the_oracle_s_are_not_eager_s};
     }
