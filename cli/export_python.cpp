@@ -26,9 +26,9 @@ options:
                     passes); another is refused with the list
                     (default: as the subject that declares the case's first failing
                     expectation's variant calls it, else megatron)
-  --oracle C        what grads-bitwise, stash-kept and stash-grads compare the checkpoint with,
-                    one of the same (default: the released function of that subject, else
-                    megatron)
+  --oracle C        what grads-bitwise, stash-kept, stash-grads and hooks-bitwise compare the
+                    checkpoint with, one of the same (default: the released function of that
+                    subject, else megatron)
   --property NAME   the property asserted (default: the case's first failing expectation's);
                     every property but the memory ones (memory-floor, memory-eager-floor,
                     no-extra-allocations), which need recheck's counting allocator

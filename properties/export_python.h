@@ -15,7 +15,7 @@ struct ExportOptions {
   // megatron, megatron-clearing, torch or torch-non-reentrant (a subject's exported_as): the
   // script's default (it takes --checkpoint too).
   std::string checkpoint = "megatron";
-  // What grads-bitwise, stash-kept and stash-grads compare the checkpoint with, named as
+  // What grads-bitwise, stash-kept, stash-grads and hooks-bitwise compare the checkpoint with, named as
   // `checkpoint` is: the oracle of the run that found it (a subject's oracle, exported_as).
   std::string oracle = "megatron";
   // The property the script asserts (its --property overrides): one of the properties recheck

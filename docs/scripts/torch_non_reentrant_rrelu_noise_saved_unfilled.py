@@ -27,7 +27,7 @@ DEVICE = "cpu"
 CHECKPOINT = "torch-non-reentrant"
 ORACLE = "torch-non-reentrant"
 PROPERTY = "grads-match-eager"
-PROPERTIES = ["grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager", "rng-restored", "errors-match", "no-side-effects", "flag-in-body", "stash-kept", "stash-grads", "grad-released", "discard-own-outputs", "discard-recomputed", ]
+PROPERTIES = ["grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager", "hooks-match-eager", "hooks-bitwise", "rng-restored", "errors-match", "no-side-effects", "flag-in-body", "stash-kept", "stash-grads", "grad-released", "discard-own-outputs", "discard-recomputed", ]
 ITERATIONS = 1
 CONTINUE_AFTER_ERROR = False
 WITHOUT_OUTPUT = False
@@ -208,6 +208,7 @@ class Run:
         self.calls = []
         self.detached = []
         self.leaves = []  # the case's leaves: what a capture op hands a body (the leaf itself)
+        self.hook_calls = []  # this iteration's hook calls (Run.hook)
         self.iteration = 0
         self.reads = []  # the flag readings of each checkpoint body call running, innermost last
 
@@ -384,6 +385,24 @@ class Run:
             return gathered(lambda g, where: torch.randperm(x.numel(), generator=g, dtype=torch.int64, device=where))
         raise ValueError("unknown random fn " + fn)
 
+    def hook(self, site, x, kind, scale):
+        """recheck's hook op: a hook on x's gradient where x requires grad, recording each call
+        (site, whether hung in a recomputation, the gradient) and, with a scale other than 1,
+        returning the gradient times scale; x again. An earlier iteration's hook records nothing."""
+        if kind != "tensor":
+            raise ValueError("unknown hook kind " + kind)
+        if not x.requires_grad:
+            return x
+        calls, recomputation = self.hook_calls, self.recomputing > 0
+
+        def hook(grad):
+            if calls is not self.hook_calls:
+                return None
+            calls.append((site, recomputation, keep(grad)))
+            return None if scale == 1.0 or grad is None else grad * scale
+        x.register_hook(hook)
+        return x
+
     def raise_op(self, x, when):
         if when == "recompute" and self.recomputing == 0:
             return x
@@ -402,6 +421,7 @@ def run_case(checkpoint, without_output=None):
     for iteration in range(ITERATIONS):
         run.iteration = iteration
         run.detached = []
+        run.hook_calls = []
         record = {}
         phase, start = "forward", rng_snapshot()
         try:
@@ -430,6 +450,7 @@ def run_case(checkpoint, without_output=None):
             seen["error"] = seen["error"] or record["error"]
             outputs = loss = None  # the graph goes with them, as it does in recheck
         record["discards"] = run.finish_discards()
+        record["hook_calls"], run.hook_calls = run.hook_calls, None
         record["stashed"] = run.stashed()
         record["leaf_grads"] = [keep(leaf.grad) for leaf in leaves]
         record["leaf_data"] = [keep(leaf) for leaf in leaves]
@@ -515,6 +536,34 @@ def check(prop, subject, eager, oracle):
                 d = bitwise_difference(x, y) if prop == "grads-bitwise" else ulp_difference(x, y, GRAD_ULP_BOUND)
                 if d:
                     return f"{at(i, s)}, leaf v{leaf} .grad: {d}"
+    elif prop == "hooks-match-eager":
+        for i, s, e in common(subject, eager):
+            if not comparable(s, e) or ("error" in s and s["error"]["phase"] != "forward"):
+                continue
+            by_site = lambda calls: {site: [c for c in calls if c[0] == site] for site, _, _ in calls}
+            mine, theirs = by_site(s["hook_calls"]), by_site(e["hook_calls"])
+            for site in list(theirs) + [x for x in mine if x not in theirs]:
+                a, b = mine.get(site, []), theirs.get(site, [])
+                where = f"{at(i, s)}, the hook at {site}"
+                if len(a) != len(b):
+                    return f"{where}: called {'more' if len(a) > len(b) else 'fewer'} times than eager mode's " \
+                        f"({len(a)} vs {len(b)})"
+                for k, (x, y) in enumerate(zip(a, b)):
+                    if (d := ulp_difference(x[2], y[2], GRAD_ULP_BOUND)):
+                        return f"{where}, call {k}, its gradient: {d}"
+    elif prop == "hooks-bitwise":
+        for i, s, o in common(subject, oracle):
+            if not comparable(s, o):
+                continue
+            a, b = s["hook_calls"], o["hook_calls"]
+            for k in range(max(len(a), len(b))):
+                where = f"{at(i, s)}, hook call {k}"
+                if k >= len(a) or k >= len(b):
+                    return f"{where}: one {'more' if k < len(a) else 'fewer'} than the oracle's"
+                if a[k][0] != b[k][0]:
+                    return f"{where}: the hook at {a[k][0]}, the oracle's at {b[k][0]}"
+                if (d := bitwise_difference(a[k][2], b[k][2])):
+                    return f"{where} (the hook at {a[k][0]}), its gradient: {d}"
     elif prop == "recompute-fidelity":
         for call in subject["calls"]:
             for k, recomputed in enumerate(call["calls"][1:], 1):
@@ -622,7 +671,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", choices=names, default=CHECKPOINT)
     parser.add_argument("--oracle", choices=names, default=ORACLE,
-                        help="what grads-bitwise, stash-kept and stash-grads compare with")
+                        help="what grads-bitwise, stash-kept, stash-grads and hooks-bitwise compare with")
     parser.add_argument("--property", default=PROPERTY,
                         help="a property, or several separated by commas: " + ", ".join(PROPERTIES))
     args = parser.parse_args()
@@ -638,7 +687,7 @@ def main():
     if "flag-in-body" in wanted and not megatron:
         parser.error(f"--property flag-in-body reads Megatron's is-checkpointing flag, which {args.checkpoint} does "
                      "not set: use a Megatron checkpoint (" + ", ".join(n for n in names if CHECKPOINTS[n].megatron) + ")")
-    against_oracle = {"grads-bitwise", "stash-kept", "stash-grads"} & set(wanted)
+    against_oracle = {"grads-bitwise", "stash-kept", "stash-grads", "hooks-bitwise"} & set(wanted)
     if WITHOUT_OUTPUT and against_oracle and args.oracle not in WITHOUT_OUTPUT_MAKERS:
         parser.error(f"--oracle {args.oracle}: the case holds checkpoints without output, which {args.oracle} has not")
     if megatron or USES_TRACKER or (against_oracle and CHECKPOINTS[args.oracle].megatron):
