@@ -12,6 +12,7 @@
 #include "oracles/compare.h"
 #include "embedded/export_megatron_py.h"
 #include "embedded/exported_checkpoints.h"
+#include "embedded/export_checks_py.h"
 #include "embedded/export_runtime_py.h"
 #include "embedded/pr_wrapper_py.h"
 #include "properties/properties.h"
@@ -396,12 +397,12 @@ std::string export_python(const Case& c, const ExportOptions& options) {
     out << "],\n";
   }
   out << "}\n";
-  // What every exported script runs (properties/export_runtime.py: the RNG set-up, the runner
-  // and the property checks; each subject's export.py: how its functions are called;
+  // What every exported script runs (properties/export_runtime.py: the RNG set-up and the runner;
+  // properties/export_checks.py: the property checks; each subject's export.py: how its functions are called;
   // properties/export_megatron.py: megatron-core, imported where the case needs it) and the PR's
   // change as a wrapper (python/pr_wrapper.py, which the bridge's python-clearing variants run
   // too); the case itself comes after them.
-  out << "\n" << embedded::kExportRuntimePy << "\n\n";
+  out << "\n" << embedded::kExportRuntimePy << "\n\n" << embedded::kExportChecksPy << "\n\n";
   for (const std::string& code : embedded::kExportedCheckpointCode) out << "\n" << code << "\n\n";
   out << "\n" << embedded::kExportMegatronPy << "\n\n\n" << embedded::kPrWrapperPy << "\n\n";
   SegmentWriter writer;

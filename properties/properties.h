@@ -145,7 +145,7 @@ struct Property {
   // Where a failure is located (cause signatures).
   Located located = Located::by_evidence_alone;
   // export-python writes a script that asserts it with torch alone; its twin there is
-  // CHECKS[name] in properties/export_runtime.py (tests/python/export_agreement_test.cpp holds the two
+  // check(name) in properties/export_checks.py (tests/python/export_agreement_test.cpp holds the two
   // to the same verdicts). The memory properties are not: they need recheck's counting allocator.
   bool exported = false;
   // Its own classification rules, tried in order on an alarm (regression or divergent):

@@ -470,6 +470,55 @@ def run_case(checkpoint, without_output=None):
     return seen
 
 
+def main():
+    names = list(CHECKPOINTS)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", choices=names, default=CHECKPOINT)
+    parser.add_argument("--oracle", choices=names, default=ORACLE,
+                        help="what grads-bitwise, stash-kept, stash-grads and hooks-bitwise compare with")
+    parser.add_argument("--property", default=PROPERTY,
+                        help="a property, or several separated by commas: " + ", ".join(PROPERTIES))
+    args = parser.parse_args()
+    wanted = args.property.split(",")
+    for name in wanted:
+        if name not in PROPERTIES:
+            parser.error(f"--property: no property named {name!r} (known: {', '.join(PROPERTIES)})")
+    without_output = " or ".join(WITHOUT_OUTPUT_MAKERS)
+    if WITHOUT_OUTPUT and args.checkpoint not in WITHOUT_OUTPUT_MAKERS:
+        parser.error(f"the case holds checkpoints without output (Megatron's CheckpointWithoutOutput), which "
+                     f"{args.checkpoint} has not: use --checkpoint {without_output}")
+    megatron = CHECKPOINTS[args.checkpoint].megatron
+    if "flag-in-body" in wanted and not megatron:
+        parser.error(f"--property flag-in-body reads Megatron's is-checkpointing flag, which {args.checkpoint} does "
+                     "not set: use a Megatron checkpoint (" + ", ".join(n for n in names if CHECKPOINTS[n].megatron) + ")")
+    against_oracle = {"grads-bitwise", "stash-kept", "stash-grads", "hooks-bitwise"} & set(wanted)
+    if WITHOUT_OUTPUT and against_oracle and args.oracle not in WITHOUT_OUTPUT_MAKERS:
+        parser.error(f"--oracle {args.oracle}: the case holds checkpoints without output, which {args.oracle} has not")
+    if megatron or USES_TRACKER or (against_oracle and CHECKPOINTS[args.oracle].megatron):
+        need_megatron("Megatron's checkpoint, its RNG tracker, or a comparison with it")
+
+    def run_with(name):
+        return run_case(CHECKPOINTS[name].make(), WITHOUT_OUTPUT_MAKERS[name]() if WITHOUT_OUTPUT else None)
+
+    eager = run_case(lambda f, distribute, *a, **options: f(*a))
+    subject = run_with(args.checkpoint)
+    oracle = run_with(args.oracle) if against_oracle else None
+    failures = []
+    for name in wanted:
+        evidence = check(name, subject, eager, oracle)
+        print(f"torch {torch.__version__}, checkpoint {args.checkpoint}, {name}: "
+              + ("holds" if evidence is None else "FAILS: " + evidence))
+        if evidence is not None:
+            failures.append(f"{name}: {evidence}")
+    assert not failures, "; ".join(failures)
+
+
+# The exported script's property checks: each property export-python can assert, as recheck
+# checks it (properties/*.cpp), over the records run_case makes (properties/export_runtime.py,
+# which the script holds before this file). tests/python/export_agreement_test.cpp holds the two
+# to the same verdicts.
+
+
 def bitwise_difference(a, b):
     if (a is None) != (b is None):
         return f"defined: {'a tensor' if a is not None else 'None'} vs {'a tensor' if b is not None else 'None'}"
@@ -669,49 +718,6 @@ def check(prop, subject, eager, oracle):
             if s["holding_grad"]:
                 return f"after {at(i, s)}: recomputation inputs still holding .grad: {', '.join(s['holding_grad'])}"
     return None
-
-
-def main():
-    names = list(CHECKPOINTS)
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", choices=names, default=CHECKPOINT)
-    parser.add_argument("--oracle", choices=names, default=ORACLE,
-                        help="what grads-bitwise, stash-kept, stash-grads and hooks-bitwise compare with")
-    parser.add_argument("--property", default=PROPERTY,
-                        help="a property, or several separated by commas: " + ", ".join(PROPERTIES))
-    args = parser.parse_args()
-    wanted = args.property.split(",")
-    for name in wanted:
-        if name not in PROPERTIES:
-            parser.error(f"--property: no property named {name!r} (known: {', '.join(PROPERTIES)})")
-    without_output = " or ".join(WITHOUT_OUTPUT_MAKERS)
-    if WITHOUT_OUTPUT and args.checkpoint not in WITHOUT_OUTPUT_MAKERS:
-        parser.error(f"the case holds checkpoints without output (Megatron's CheckpointWithoutOutput), which "
-                     f"{args.checkpoint} has not: use --checkpoint {without_output}")
-    megatron = CHECKPOINTS[args.checkpoint].megatron
-    if "flag-in-body" in wanted and not megatron:
-        parser.error(f"--property flag-in-body reads Megatron's is-checkpointing flag, which {args.checkpoint} does "
-                     "not set: use a Megatron checkpoint (" + ", ".join(n for n in names if CHECKPOINTS[n].megatron) + ")")
-    against_oracle = {"grads-bitwise", "stash-kept", "stash-grads", "hooks-bitwise"} & set(wanted)
-    if WITHOUT_OUTPUT and against_oracle and args.oracle not in WITHOUT_OUTPUT_MAKERS:
-        parser.error(f"--oracle {args.oracle}: the case holds checkpoints without output, which {args.oracle} has not")
-    if megatron or USES_TRACKER or (against_oracle and CHECKPOINTS[args.oracle].megatron):
-        need_megatron("Megatron's checkpoint, its RNG tracker, or a comparison with it")
-
-    def run_with(name):
-        return run_case(CHECKPOINTS[name].make(), WITHOUT_OUTPUT_MAKERS[name]() if WITHOUT_OUTPUT else None)
-
-    eager = run_case(lambda f, distribute, *a, **options: f(*a))
-    subject = run_with(args.checkpoint)
-    oracle = run_with(args.oracle) if against_oracle else None
-    failures = []
-    for name in wanted:
-        evidence = check(name, subject, eager, oracle)
-        print(f"torch {torch.__version__}, checkpoint {args.checkpoint}, {name}: "
-              + ("holds" if evidence is None else "FAILS: " + evidence))
-        if evidence is not None:
-            failures.append(f"{name}: {evidence}")
-    assert not failures, "; ".join(failures)
 
 
 

@@ -1,4 +1,4 @@
-// The exported scripts (properties/export_runtime.py) re-implement recheck's properties in
+// The exported scripts (properties/export_runtime.py, export_checks.py) re-implement recheck's properties in
 // Python, so that a finding replays with torch alone. They must not drift from the C++
 // properties: each case here, generated for a subject's released function, is checked by recheck
 // and by its exported script, and every property the script checks must get the same verdict
