@@ -260,6 +260,10 @@ class Interpreter {
   Values run(const Hook& op, const Values& v) {
     const at::Tensor& x = tensor_ops::expect_tensor(v.at(op.x), "hook");
     if (!x.requires_grad()) return {x};
+    // Python's register_hook reads grad_fn first, which regenerates a view's node after its base
+    // changed in place; libtorch 1.13's C++ register_hook reads the stale one and crashes (a
+    // view changed in place under no_grad, as a reentrant checkpoint's forward does).
+    (void)x.grad_fn();
     auto record = [log = hooks_, site = sites_.hooks.at(&op), recomputation = recomputing_ > 0](const at::Tensor& grad) {
       if (!log->active) return false;
       log->calls.push_back({site, recomputation, clone_for_record(grad)});

@@ -11,6 +11,7 @@
 #include "properties/generator.h"
 #include "properties/report.h"
 #include "suts/megatron_checkpoint_function/checkpoint.h"
+#include "tests/results.h"
 
 namespace recheck {
 namespace {
@@ -32,13 +33,7 @@ const char* kAutocastAroundACheckpoint = R"({"format": "recheck-case", "version"
 
 Case parse(const char* text) { return case_from_json(nlohmann::json::parse(text)); }
 
-std::map<std::string, PropertyResult> results_of(const Case& c, const char* oracle_name, const char* sut_name) {
-  auto oracle = make_checkpoint(oracle_name);
-  auto sut = make_checkpoint(sut_name);
-  std::map<std::string, PropertyResult> by_property;
-  for (const PropertyResult& r : check_case(c, *oracle, *sut).results) by_property[r.property] = r;
-  return by_property;
-}
+using test_results::results_of;
 
 TEST(Autocast, a_region_casts_what_autocast_casts_and_ends_with_the_state_before_it) {
   const Case c = parse(kAutocastAroundACheckpoint);

@@ -11,7 +11,7 @@
 #include "oracles/eager.h"
 #include "properties/report.h"
 #include "suts/subject.h"
-#include "tests/paths.h"
+#include "tests/results.h"
 
 namespace recheck {
 namespace {
@@ -31,13 +31,7 @@ Case hooked_body(int hooked, double scale = 1.0) {
   return case_from_json(j);
 }
 
-std::map<std::string, PropertyResult> results(const Case& c, const char* oracle_name, const char* sut_name) {
-  auto oracle = make_checkpoint(oracle_name);
-  auto sut = make_checkpoint(sut_name);
-  std::map<std::string, PropertyResult> by_property;
-  for (const PropertyResult& r : check_case(c, *oracle, *sut).results) by_property[r.property] = r;
-  return by_property;
-}
+using test_results::results_of;
 
 TEST(Hooks, each_call_is_recorded_with_where_it_was_hung_and_the_gradient_it_saw) {
   EagerExecution eager;
@@ -64,7 +58,7 @@ TEST(Hooks, a_scaling_hook_scales_the_gradient_behind_it) {
   const Observations plain = run_case(hooked_body(1), eager);
   const Observations halved = run_case(hooked_body(1, 0.5), eager);
   EXPECT_TRUE(at::equal(halved.iterations[0].leaf_grads[0], plain.iterations[0].leaf_grads[0] * 0.5));
-  for (const auto& [property, r] : results(hooked_body(1, 0.5), "nonclearing", "clearing")) {
+  for (const auto& [property, r] : results_of(hooked_body(1, 0.5), "nonclearing", "clearing")) {
     EXPECT_EQ(r.classification, Classification::pass) << property << ": " << r.sut.describe() << r.oracle.describe();
   }
 }
@@ -73,13 +67,13 @@ TEST(Hooks, a_scaling_hook_scales_the_gradient_behind_it) {
 // tensor (an argument requires grad even under no_grad), and in the recomputation on the
 // detached input. Eager mode calls it once; with a scale the gradient is scaled twice.
 TEST(Hooks, a_hook_on_a_checkpoint_argument_is_called_twice_by_megatron_s_function_a_pre_existing_finding) {
-  auto r = results(hooked_body(0), "nonclearing", "clearing");
+  auto r = results_of(hooked_body(0), "nonclearing", "clearing");
   EXPECT_EQ(r.at("hooks-match-eager").classification, Classification::pre_existing);
   EXPECT_EQ(r.at("hooks-match-eager").sut.detail,
             "called more times than eager mode's (2 vs 1), hung in forward and in a recomputation");
   EXPECT_EQ(r.at("hooks-bitwise").classification, Classification::pass);
   EXPECT_EQ(r.at("grads-match-eager").classification, Classification::pass);
-  r = results(hooked_body(0, 0.5), "nonclearing", "clearing");
+  r = results_of(hooked_body(0, 0.5), "nonclearing", "clearing");
   EXPECT_EQ(r.at("grads-match-eager").classification, Classification::pre_existing);
 }
 
@@ -88,13 +82,13 @@ TEST(Hooks, a_hook_on_a_checkpoint_argument_is_called_twice_by_megatron_s_functi
 // parts does not depend on their order), so only the hook properties see it. As the base of a
 // head that calls it once, it is judged by eager mode: fixed, not a regression.
 TEST(Hooks, one_backward_per_output_is_seen_by_the_hook_properties_alone_and_undoing_it_is_fixed) {
-  auto r = results(hooked_body(1), "nonclearing", "backward-per-output");
+  auto r = results_of(hooked_body(1), "nonclearing", "backward-per-output");
   EXPECT_EQ(r.at("hooks-match-eager").classification, Classification::regression);
   EXPECT_EQ(r.at("hooks-bitwise").classification, Classification::regression);
   for (const char* property : {"grads-bitwise", "grads-match-eager", "outputs-bitwise", "recompute-fidelity"}) {
     EXPECT_EQ(r.at(property).classification, Classification::pass) << property;
   }
-  r = results(hooked_body(1), "backward-per-output", "nonclearing");
+  r = results_of(hooked_body(1), "backward-per-output", "nonclearing");
   EXPECT_EQ(r.at("hooks-match-eager").classification, Classification::fixed);
   EXPECT_EQ(r.at("hooks-bitwise").classification, Classification::fixed) << r.at("hooks-bitwise").sut.describe();
 }
