@@ -1,6 +1,7 @@
 // The decisions of the port by name (checkpoint.h), for `recheck variants` and the tests
 // that hold each mutant to one decision.
 #include <initializer_list>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -12,9 +13,13 @@ namespace {
 
 using D = CheckpointDecisions;
 
+// A decision's value by name; a value the list does not name (a new one, its name forgotten)
+// is a logic error, not a read past the list.
 template <typename Enum>
 std::string name_of(Enum value, std::initializer_list<const char*> names) {
-  return names.begin()[static_cast<size_t>(value)];
+  const auto index = static_cast<size_t>(value);
+  if (index >= names.size()) throw std::logic_error("decisions.cpp: a decision's value " + std::to_string(index) + " has no name");
+  return names.begin()[index];
 }
 
 struct DecisionRow {
@@ -55,7 +60,7 @@ const DecisionRow kDecisions[] = {
      }},
     {"recompute_grad_mode", [](const D& d) { return name_of(d.recompute_grad_mode, {"enabled", "disabled"}); }},
     {"grads_paired", [](const D& d) { return name_of(d.grads_paired, {"filtered_with_them", "unfiltered"}); }},
-    {"differentiated", [](const D& d) { return name_of(d.differentiated, {"by_backward", "inputs_only"}); }},
+    {"differentiated", [](const D& d) { return name_of(d.differentiated, {"by_backward", "inputs_only", "per_output"}); }},
     {"collected", [](const D& d) {
        return name_of(d.collected, {"the_grad", "the_grad_moved_out", "a_copy", "zeros_where_undefined"});
      }},
