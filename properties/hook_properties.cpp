@@ -102,7 +102,7 @@ Verdict hook_calls_bitwise(const Observations& subject, const Runs& runs) {
         const auto& longer = k < s.size() ? s : o;
         return fail_at(i, sr, where, std::nullopt,
                        std::string(k < s.size() ? "one more" : "one fewer") + " than the oracle's: the hook at " +
-                           longer[k].site + " (" + (longer[k].hung_in_recomputation ? "hung in a recomputation" : "hung in forward") + ")");
+                           longer[k].site + " (" + where_hung({&longer[k]}) + ")");
       }
       if (s[k].site != o[k].site) {
         return fail_at(i, sr, where, std::nullopt, "the hook at " + s[k].site + ", the oracle's at " + o[k].site);
