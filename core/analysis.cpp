@@ -141,6 +141,11 @@ struct PlainOpFacts {
   std::vector<ValueFacts> operator()(const Raise& op) const { return {values[op.x]}; }
   // The same tensor, with a hook on it.
   std::vector<ValueFacts> operator()(const Hook& op) const { return {values[op.x]}; }
+  // running-mean: the same tensor; count: x times a Python float, a new tensor of x's dtype.
+  std::vector<ValueFacts> operator()(const ModuleState& op) const {
+    if (op.fn == ModuleState::Fn::running_mean) return {values[op.x]};
+    return {computed_from(values[op.x])};
+  }
   // The leaf itself, in a body too: no checkpoint detaches what it does not receive.
   std::vector<ValueFacts> operator()(const Capture& op) const { return {leaves.at(static_cast<size_t>(op.leaf))}; }
   std::vector<ValueFacts> operator()(const Checkpoint&) const {

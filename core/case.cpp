@@ -46,6 +46,7 @@ const char* op_name(const Op& op) {
     const char* operator()(const Discard&) const { return "discard"; }
     const char* operator()(const Capture&) const { return "capture"; }
     const char* operator()(const Hook&) const { return "hook"; }
+    const char* operator()(const ModuleState&) const { return "state"; }
   };
   return std::visit(Visit{}, op);
 }
@@ -73,6 +74,7 @@ struct OpInputs {
   std::vector<int> operator()(const Stash& o) const { return {o.x}; }
   std::vector<int> operator()(const Raise& o) const { return {o.x}; }
   std::vector<int> operator()(const Hook& o) const { return {o.x}; }
+  std::vector<int> operator()(const ModuleState& o) const { return {o.x}; }
   std::vector<int> operator()(const Discard& o) const {
     std::vector<int> refs = o.checkpoints;
     refs.push_back(o.hook);
@@ -116,6 +118,7 @@ const char* to_string(DType dtype) { return name_of(kDTypes, dtype); }
 const char* to_string(RngSource source) { return name_of(kSources, source); }
 const char* to_string(Random::Fn fn) { return name_of(kRandomFns, fn); }
 const char* to_string(Hook::Kind kind) { return name_of(kHookKinds, kind); }
+const char* to_string(ModuleState::Fn fn) { return name_of(kModuleStateFns, fn); }
 
 DType leaf_dtype(const Case& c, const Leaf& leaf) { return leaf.dtype.value_or(c.dtype); }
 

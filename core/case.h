@@ -220,8 +220,29 @@ struct Hook {
   int x = 0;
 };
 
+// Reads and writes the state of module `module`, as layers keep state across calls: each module
+// of a case has a running mean and a step counter, both starting at 0 in every run and carried
+// from one iteration to the next.
+//   running-mean  a normalization layer's running statistic in training mode (BatchNorm's
+//                 running_mean): mean = (1 - 0.1) * mean + 0.1 * x.mean(), in float64, out of
+//                 autograd; yields x itself
+//   count         a step counter a layer increments and reads (`self.step += 1`; a schedule read
+//                 from num_batches_tracked): step += 1, then yields x * (1 + (step % 4) / 4), a
+//                 new tensor
+// Eager mode runs each once per forward; a checkpoint that recomputes runs them again.
+struct ModuleState {
+  enum class Fn { running_mean, count };
+  Fn fn = Fn::running_mean;
+  int module = 0;
+  int x = 0;
+};
+// The running mean's momentum (nn.BatchNorm's default).
+inline constexpr double kRunningMeanMomentum = 0.1;
+// How many modules a case may name (ModuleState::module below it).
+inline constexpr int kMaxModules = 16;
+
 using Op = std::variant<Unary, Binary, Matmul, View, InPlace, Reduce, Argmax, Random, Stash, Raise,
-                        Checkpoint, Fork, Autocast, Discard, Capture, Hook>;
+                        Checkpoint, Fork, Autocast, Discard, Capture, Hook, ModuleState>;
 
 struct Segment {
   std::vector<Op> ops;
@@ -277,6 +298,7 @@ const char* to_string(DType dtype);
 const char* to_string(RngSource source);
 const char* to_string(Random::Fn fn);
 const char* to_string(Hook::Kind kind);
+const char* to_string(ModuleState::Fn fn);
 DType leaf_dtype(const Case& c, const Leaf& leaf);
 at::ScalarType scalar_type(DType dtype);
 

@@ -167,6 +167,11 @@ struct OpToJson {
     if (op.scale != 1.0) j["scale"] = op.scale;
     j["x"] = op.x;
   }
+  void operator()(const ModuleState& op) {
+    j["fn"] = name_of(kModuleStateFns, op.fn);
+    j["module"] = op.module;
+    j["x"] = op.x;
+  }
 };
 
 json segment_to_json(const Segment& segment);
@@ -247,6 +252,7 @@ struct OpFromJson {
   int depth;
 
   int x() const { return value_ref(r.field("x")); }
+  int module() const { return static_cast<int>(r.field("module").integer(0, kMaxModules - 1)); }
   std::vector<int> refs(const char* field) const {
     std::vector<int> out;
     r.field(field).each([&](const Reader& ref) { out.push_back(value_ref(ref)); });
@@ -354,6 +360,14 @@ struct OpFromJson {
     Hook op;
     op.kind = r.field("kind").choice(kHookKinds);
     if (r.has("scale")) op.scale = r.field("scale").number();
+    op.x = x();
+    return op;
+  }
+  ModuleState operator()(std::in_place_type_t<ModuleState>) const {
+    r.only({"op", "fn", "module", "x"});
+    ModuleState op;
+    op.fn = r.field("fn").choice(kModuleStateFns);
+    op.module = module();
     op.x = x();
     return op;
   }

@@ -80,6 +80,10 @@ struct OpShow {
     return std::string(name_of(kHookKinds, op.kind)) + "_hook(" + v(op.x) +
            (op.scale == 1.0 ? "" : ", scale=" + format_double(op.scale)) + ")";
   }
+  std::string operator()(const ModuleState& op) const {
+    return "modules[" + std::to_string(op.module) + "]." +
+           (op.fn == ModuleState::Fn::running_mean ? "update_running_mean(" : "count_step(") + v(op.x) + ")";
+  }
 };
 
 void show_segment(const Segment& segment, int input_count, const std::string& indent, std::ostringstream& out) {

@@ -61,6 +61,7 @@ struct InputField {
   std::string operator()(const Stash&) const { return ".x"; }
   std::string operator()(const Raise&) const { return ".x"; }
   std::string operator()(const Hook&) const { return ".x"; }
+  std::string operator()(const ModuleState&) const { return ".x"; }
   std::string operator()(const Discard& o) const {
     return k < o.checkpoints.size() ? ".checkpoints[" + std::to_string(k) + "]" : ".hook";
   }
@@ -159,6 +160,17 @@ std::vector<ValueFacts> validate_segment(const Segment& segment, std::vector<Val
           hook != nullptr && values[static_cast<size_t>(hook->x)].kind != ValueFacts::Kind::tensor) {
         throw CaseError(op_path + ".x: a hook hangs on a tensor, and value " + std::to_string(hook->x) + " is " +
                         (values[static_cast<size_t>(hook->x)].kind == ValueFacts::Kind::none ? "None" : "a literal"));
+      }
+      if (const auto* state = std::get_if<ModuleState>(&op)) {
+        const ValueFacts& x = values[static_cast<size_t>(state->x)];
+        if (x.kind != ValueFacts::Kind::tensor || !x.floating()) {
+          throw CaseError(op_path + ".x: a module's state is " +
+                          (state->fn == ModuleState::Fn::count ? "read into" : "computed from") +
+                          " a floating-point tensor, and value " + std::to_string(state->x) + " is " +
+                          (x.kind == ValueFacts::Kind::none      ? "None"
+                           : x.kind == ValueFacts::Kind::literal ? "a literal"
+                                                                 : std::string("a tensor of ") + to_string(x.dtype)));
+        }
       }
       int64_t copies = 0;
       made = plain_op_facts(op, values, leaves, &copies);

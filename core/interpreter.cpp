@@ -40,6 +40,7 @@ struct Sites {
   std::map<const Checkpoint*, std::string> checkpoints;
   std::map<const Discard*, std::string> discards;
   std::map<const Hook*, std::string> hooks;
+  std::map<int, ModuleRecord> modules;  // every module a state op names, at its initial state
   struct StashSite {
     const Stash* stash;
     std::string site;
@@ -55,6 +56,7 @@ void collect_sites(const Segment& segment, const std::string& path, Sites& sites
     if (const auto* stash = std::get_if<Stash>(&op)) sites.stashes.push_back({stash, site, &op});
     if (const auto* discard = std::get_if<Discard>(&op)) sites.discards[discard] = site;
     if (const auto* hook = std::get_if<Hook>(&op)) sites.hooks[hook] = site;
+    if (const auto* state = std::get_if<ModuleState>(&op)) sites.modules[state->module].module = state->module;
     const Segment* body = op_body(op);
     if (!body) continue;
     if (const auto* checkpoint = std::get_if<Checkpoint>(&op)) sites.checkpoints[checkpoint] = site;
@@ -89,6 +91,7 @@ class Interpreter {
                                                                   : std::make_shared<const TraceIndex>(c)),
         trace_(trace_index_.get(), observations.trace) {
     collect_sites(c.root, "root", sites_);
+    modules_ = sites_.modules;
   }
 
   ~Interpreter() { stash_.clear(); }
@@ -159,6 +162,12 @@ class Interpreter {
     return std::move(hooks_->calls);
   }
   std::vector<std::string> alive_checkpoint_objects() const { return discards_.alive_objects(); }
+  // The modules' state now (IterationRecord::modules).
+  std::vector<ModuleRecord> modules() const {
+    std::vector<ModuleRecord> records;
+    for (const auto& [number, module] : modules_) records.push_back(module);
+    return records;
+  }
 
   void start_iteration(int i) {
     iteration = i;
@@ -280,6 +289,26 @@ class Interpreter {
     return {x};
   }
 
+  // A module's state read and written (ModuleState), as often as the op runs: a recomputation
+  // runs it again, as it runs a layer's forward again.
+  Values run(const ModuleState& op, const Values& v) {
+    const at::Tensor& x = tensor_ops::expect_tensor(v.at(op.x), "state");
+    ModuleRecord& module = modules_.at(op.module);
+    ++module.updates;
+    if (op.fn == ModuleState::Fn::running_mean) {
+      double mean = 0;
+      if (x.numel() > 0) {
+        memory::Uncounted uncounted;  // recheck's float64 copy, not the layer's memory
+        const at::NoGradGuard no_grad;
+        mean = x.detach().to(at::kDouble).mean().item<double>();
+      }
+      module.running_mean = (1 - kRunningMeanMomentum) * module.running_mean + kRunningMeanMomentum * mean;
+      return {x};
+    }
+    module.steps += 1;
+    return {x * (1.0 + static_cast<double>(module.steps % 4) / 4.0)};
+  }
+
   // The leaf itself: a parameter the body captures, not an argument any checkpoint detaches.
   Values run(const Capture& op, const Values&) { return {leaves_.at(static_cast<size_t>(op.leaf))}; }
 
@@ -382,6 +411,7 @@ class Interpreter {
   Observations& obs_;
   Sites sites_;
   std::map<const Stash*, Value> stash_;
+  std::map<int, ModuleRecord> modules_;  // carried from one iteration to the next
   Discards discards_;
   // What this iteration's hooks record; a hook of an earlier iteration holds that one's, off.
   struct HookLog {
@@ -482,6 +512,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
     const bool completed = !record.error;
     record.discards = interpreter.finish_discards();  // before the floor: the records' tensors are the harness's
     record.hook_calls = interpreter.finish_hooks();
+    record.modules = interpreter.modules();
     if (completed && allocations) {
       const std::vector<memory::Allocation> made = allocations->take();
       if (!allocations->overflowed()) interpreter.name_allocations(made, record.allocations);

@@ -3,6 +3,7 @@
 // implementation; each starts from the same leaf data and the same RNG states.
 #pragma once
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -89,6 +90,19 @@ struct HookCall {
   at::Tensor grad;  // the gradient it was called with, cloned
 };
 
+// The state of one module a case's state ops name (core/case.h ModuleState), as an iteration
+// left it.
+struct ModuleRecord {
+  int module = 0;
+  double running_mean = 0;
+  int64_t steps = 0;    // the step counter
+  int64_t updates = 0;  // how many state ops ran on it, of either fn, since the run began
+  bool operator==(const ModuleRecord& o) const {
+    return module == o.module && steps == o.steps && updates == o.updates &&
+           std::memcmp(&running_mean, &o.running_mean, sizeof running_mean) == 0;  // bit for bit, NaN too
+  }
+};
+
 // One iteration of a run: what it computed, and the state it left. An iteration that raised
 // (`error` set) has no outputs or loss; its leaves, RNG states, flag and recomputation inputs
 // are the state the error left, as the caller sees it once the exception reached it.
@@ -116,6 +130,9 @@ struct IterationRecord {
   // Every call of a hook the iteration's hook ops hung, in order; after an error too (the calls
   // made before it).
   std::vector<HookCall> hook_calls;
+  // The state of every module the case's state ops name, by module number, after the iteration
+  // (after an error too: as the error left it).
+  std::vector<ModuleRecord> modules;
   // Every recomputation input still alive after an iteration that completed, and what holds it,
   // recorded before the harness lets go of their .grad (MemoryRecord::released_bytes).
   std::vector<AliveInput> alive_inputs;

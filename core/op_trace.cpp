@@ -239,6 +239,7 @@ struct MayWrite {
   bool operator()(const Raise&) const { return false; }
   bool operator()(const Capture&) const { return false; }
   bool operator()(const Hook&) const { return false; }
+  bool operator()(const ModuleState&) const { return false; }
 };
 
 }  // namespace

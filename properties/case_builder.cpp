@@ -45,8 +45,9 @@ void SegmentBuilder::add_op() {
   const size_t scale = options_.max_ops > kDefaultMaxOps ? static_cast<size_t>(options_.max_ops) : 1;
   const size_t per_segment = scale > 1 ? static_cast<size_t>(kDefaultMaxOps) : 1;
   // Every op is drawn: here (a kind and a weight), or in case_decorations.cpp (autocast regions,
-  // discards and hooks). A new op fails this until it is drawn in one of them and counted here.
-  static_assert(std::variant_size_v<Op> == 16,
+  // discards, hooks and module state). A new op fails this until it is drawn in one of them and
+  // counted here.
+  static_assert(std::variant_size_v<Op> == 17,
                 "a new op: give it a kind and a weight here or draw it in case_decorations.cpp, then count it "
                 "(docs/adding-an-op.md)");
   const size_t kind = pick_weighted({{20 * scale, kUnary}, {15 * scale, kBinary}, {6 * scale, kMatmul}, {8 * scale, kView},

@@ -143,6 +143,59 @@ void draw_hooks(Case& c) {
   }
 }
 
+// Module state, as layers keep it: in one case in five, one or two modules, each read and written
+// by one to three state ops, mostly inside checkpoints' bodies (where a recomputation runs them
+// again). A running statistic is appended to the end of its segment on any floating tensor (it
+// yields the tensor itself); a step counter scales one of its segment's outputs, which the
+// segment returns instead, so that the counter's value reaches the loss (and what a
+// recomputation reads of it, the gradients). Drawn after hooks: the case without state is the
+// one drawn before.
+void draw_module_state(Case& c) {
+  if (choose_in_range(0, 5) != 4) return;
+  const std::vector<ValueFacts> leaves = leaves_facts(c);
+  std::vector<HookPlace> places;
+  hook_places(c.root, leaves, false, leaves, places);
+  const int modules = static_cast<int>(choose_in_range(1, 3));
+  const int64_t ops = choose_in_range(1, 4);
+  for (int64_t n = 0; n < ops; ++n) {
+    std::vector<size_t> bodies;
+    for (size_t p = 0; p < places.size(); ++p) {
+      if (places[p].in_checkpoint) bodies.push_back(p);
+    }
+    const size_t place = !bodies.empty() && choose_in_range(0, 4) != 0 ? pick(bodies) : choose_in_range<size_t>(0, places.size());
+    HookPlace& where = places[place];
+    const int module = static_cast<int>(choose_in_range(0, modules));
+    const auto floating = [&](int v) {
+      const ValueFacts& f = where.values[static_cast<size_t>(v)];
+      return f.kind == ValueFacts::Kind::tensor && f.shape && f.floating();
+    };
+    const int made = static_cast<int>(where.values.size());
+    if (choose_in_range(0, 2) == 1) {
+      std::vector<size_t> outputs;
+      for (size_t o = 0; o < where.segment->outputs.size(); ++o) {
+        if (floating(where.segment->outputs[o])) outputs.push_back(o);
+      }
+      if (outputs.empty()) continue;
+      const size_t o = pick(outputs);
+      const int x = where.segment->outputs[o];
+      const ModuleState count{ModuleState::Fn::count, module, x};
+      where.segment->ops.push_back(count);
+      where.values.push_back(plain_op_facts(count, where.values, leaves).at(0));
+      where.segment->outputs[o] = made;
+      continue;
+    }
+    std::vector<int> tensors;
+    for (int v = 0; v < made; ++v) {
+      if (floating(v)) tensors.push_back(v);
+    }
+    if (tensors.empty()) continue;
+    const int x = pick(tensors);
+    const ModuleState running_mean{ModuleState::Fn::running_mean, module, x};
+    where.segment->ops.push_back(running_mean);
+    where.values.push_back(plain_op_facts(running_mean, where.values, leaves).at(0));
+  }
+}
+
 }  // namespace
 
 void draw_decorations(Case& c) {
@@ -178,8 +231,9 @@ void draw_decorations(Case& c) {
         half && compat::autocast_has_float16(c.device) ? Autocast::Precision::float16 : Autocast::Precision::bfloat16;
     wrap_in_autocast(c.root, static_cast<int>(c.leaves.size()), /*enabled=*/true, c.device, dtype);
   }
-  // Hooks last: the case without them is the one drawn before hooks were.
+  // Hooks, then module state, last: the case without them is the one drawn before they were.
   draw_hooks(c);
+  draw_module_state(c);
 }
 
 }  // namespace recheck

@@ -56,6 +56,7 @@ std::string op_kind(const Op& op) {
   if (const auto* in_place = std::get_if<InPlace>(&op)) {
     return in_place->fn == InPlace::Fn::mul ? "inplace (mul)" : "inplace (add)";
   }
+  if (const auto* state = std::get_if<ModuleState>(&op)) return std::string("state (") + to_string(state->fn) + ")";
   return construct_name(op);
 }
 
@@ -347,6 +348,9 @@ std::string CauseSignatures::of(const PropertyResult& result) {
     }
     if (location.empty() && !in_recomputation && eager != nullptr) {
       location = hook_parting(run, *eager, failing.iteration < 0 ? INT_MAX : failing.iteration);
+    }
+    if (location.empty() && !in_recomputation && eager != nullptr) {
+      location = module_parting(run, *eager, failing.iteration < 0 ? INT_MAX : failing.iteration);
     }
     if (location.empty() && !run.trace.empty()) {
       location = in_recomputation ? "no op's recomputation differs from its forward"

@@ -103,6 +103,20 @@ def check(prop, subject, eager, oracle):
                     return f"{where}: the hook at {a[k][0]}, the oracle's at {b[k][0]}"
                 if (d := bitwise_difference(a[k][2], b[k][2])):
                     return f"{where} (the hook at {a[k][0]}), its gradient: {d}"
+    elif prop == "module-state-matches-eager":
+        for i, s, e in common(subject, eager):
+            if not comparable(s, e) or ("error" in s and s["error"]["phase"] != "forward"):
+                continue
+            for module in sorted(set(s["modules"]) | set(e["modules"])):
+                a, b = s["modules"].get(module, (0.0, 0, 0)), e["modules"].get(module, (0.0, 0, 0))
+                # the running mean by its bits, as recheck compares it
+                if a[1:] == b[1:] and struct.pack("<d", a[0]) == struct.pack("<d", b[0]):
+                    continue
+                state = f"its step counter {a[1]} vs {b[1]}, its running mean {a[0]!r} vs {b[0]!r}"
+                if a[2] != b[2]:
+                    return f"{at(i, s)}, module {module}: updated {'more' if a[2] > b[2] else 'fewer'} times than " \
+                        f"eager mode's ({a[2]} vs {b[2]}): {state}"
+                return f"{at(i, s)}, module {module}: updated as often as eager mode's, to another state: {state}"
     elif prop == "recompute-fidelity":
         for call in subject["calls"]:
             for k, recomputed in enumerate(call["calls"][1:], 1):

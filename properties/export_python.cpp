@@ -251,6 +251,9 @@ class SegmentWriter {
       return "v.append(run.hook(" + py_string(site) + ", " + held(o.x) + ", " + py_string(to_string(o.kind)) + ", " +
              py_float(o.scale) + "))";
     }
+    std::string operator()(const ModuleState& o) const {
+      return "v.append(run.state(" + std::to_string(o.module) + ", " + held(o.x) + ", " + py_string(to_string(o.fn)) + "))";
+    }
     std::string operator()(const Discard& o) const {
       std::string named;
       for (int k : o.checkpoints) named += "kept[" + std::to_string(k) + "], ";

@@ -1,5 +1,6 @@
 import argparse
 import math
+import struct
 import sys
 import warnings
 import weakref
@@ -164,6 +165,7 @@ class Run:
         self.detached = []
         self.leaves = []  # the case's leaves: what a capture op hands a body (the leaf itself)
         self.hook_calls = []  # this iteration's hook calls (Run.hook)
+        self.modules = {}  # each module's state (Run.state): running mean, steps, updates
         self.iteration = 0
         self.reads = []  # the flag readings of each checkpoint body call running, innermost last
 
@@ -358,6 +360,19 @@ class Run:
         x.register_hook(hook)
         return x
 
+    def state(self, module, x, fn):
+        """recheck's state op: module `module`'s running mean (momentum 0.1, in float64) or step
+        counter, read and written each time the op runs, a recomputation included."""
+        mean, steps, updates = self.modules.get(module, (0.0, 0, 0))
+        if fn == "running-mean":
+            drawn = x.detach().double().mean().item() if x.numel() else 0.0
+            self.modules[module] = ((1 - 0.1) * mean + 0.1 * drawn, steps, updates + 1)
+            return x
+        if fn == "count":
+            self.modules[module] = (mean, steps + 1, updates + 1)
+            return x * (1.0 + ((steps + 1) % 4) / 4.0)
+        raise ValueError("unknown state fn " + fn)
+
     def raise_op(self, x, when):
         if when == "recompute" and self.recomputing == 0:
             return x
@@ -406,6 +421,7 @@ def run_case(checkpoint, without_output=None):
             outputs = loss = None  # the graph goes with them, as it does in recheck
         record["discards"] = run.finish_discards()
         record["hook_calls"], run.hook_calls = run.hook_calls, None
+        record["modules"] = dict(run.modules)
         record["stashed"] = run.stashed()
         record["leaf_grads"] = [keep(leaf.grad) for leaf in leaves]
         record["leaf_data"] = [keep(leaf) for leaf in leaves]

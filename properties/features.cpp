@@ -53,6 +53,11 @@ class FeatureWalker {
                                                                 : "hook inside a checkpoint");
         if (h->scale != 1.0) out_.insert("hook that scales the gradient");
       }
+      if (const auto* state = std::get_if<ModuleState>(&op)) {
+        const bool read = state->fn == ModuleState::Fn::count;
+        out_.insert(std::string(read ? "step counter" : "running statistic") +
+                    (depth > 0 ? " inside a checkpoint" : " outside checkpoints"));
+      }
       if (const auto* r = std::get_if<Raise>(&op)) {
         out_.insert(r->when == Raise::When::always      ? "raise in forward"
                     : r->when == Raise::When::recompute ? "raise in recomputation"

@@ -7,6 +7,7 @@
 
 #include "properties/causes.h"
 #include "properties/hook_properties.h"
+#include "properties/module_state_properties.h"
 
 namespace recheck {
 
@@ -251,14 +252,31 @@ bool recomputed_from_other_values(const Observations& run, int op, int iteration
   return forward != nullptr && recomputed != nullptr && forward->inputs != recomputed->inputs;
 }
 
-std::string hook_parting(const Observations& run, const Observations& eager, int last_iteration) {
-  // The iterations' records alone: the check reads nothing else of the run.
+namespace {
+
+// `check` on the iterations of `run` up to `last_iteration`: the records alone, which is all the
+// checks below read of a run.
+Verdict check_up_to(Verdict (*check)(const Observations&, const Runs&), const Observations& run, const Observations& eager,
+                    int last_iteration) {
   Observations upto;
   const size_t iterations = last_iteration < 0 ? 0 : std::min(run.iterations.size(), static_cast<size_t>(last_iteration) + 1);
   upto.iterations.assign(run.iterations.begin(), run.iterations.begin() + static_cast<std::ptrdiff_t>(iterations));
-  const Verdict calls = hook_calls_match_eager(upto, Runs{eager, run});
+  return check(upto, Runs{eager, run});
+}
+
+}  // namespace
+
+std::string hook_parting(const Observations& run, const Observations& eager, int last_iteration) {
+  const Verdict calls = check_up_to(hook_calls_match_eager, run, eager, last_iteration);
   if (calls.holds || calls.detail.rfind("called ", 0) != 0) return "";
   return "a hook is " + abstract_text(calls.detail);
+}
+
+std::string module_parting(const Observations& run, const Observations& eager, int last_iteration) {
+  const Verdict state = check_up_to(module_state_matches_eager, run, eager, last_iteration);
+  if (state.holds || state.detail.rfind("updated ", 0) != 0) return "";
+  const size_t colon = state.detail.find(':');  // how often, not the state it came to
+  return "a module is " + abstract_text(state.detail.substr(0, colon));
 }
 
 }  // namespace recheck

@@ -32,6 +32,11 @@ std::string requires_grad_parting(const Observations& run, const Observations& e
 // eager mode's, hung in forward and in a recomputation"); a gradient it scaled is then scaled as
 // often. "" where every hook is called as often as eager mode's.
 std::string hook_parting(const Observations& run, const Observations& eager, int last_iteration);
+// Where a module's state parts from eager mode's in iterations up to `last_iteration`: a module
+// updated more or fewer times ("a module is updated more times than eager mode's (# vs #)"); a
+// step counter a recomputation read one step on then scaled what backward differentiated. ""
+// where every module was updated as often as eager mode's.
+std::string module_parting(const Observations& run, const Observations& eager, int last_iteration);
 
 // How the two runs' recomputations part from their forwards, by their traces: the op executions
 // each recomputes otherwise than its forward ran them (read, made or left other values), and

@@ -12,6 +12,7 @@
 #include "properties/classification_rules.h"
 #include "properties/discard_properties.h"
 #include "properties/hook_properties.h"
+#include "properties/module_state_properties.h"
 #include "properties/memory_properties.h"
 #include "properties/records.h"
 #include "properties/value_properties.h"
@@ -104,6 +105,15 @@ const std::vector<Property>& properties() {
       p.located = Located::at_value;
       p.exported = true;
       p.by_eager = {rules::hooks_bitwise_where_the_oracle_s_are_not_eager_s};
+    }
+    {
+      Property& p = declare("module-state-matches-eager",
+                            "after every iteration each module's running mean and step counter are eager mode's, "
+                            "updated as often",
+                            module_state_matches_eager);
+      p.eager_reads = kReadsModuleState;
+      p.located = Located::by_evidence_alone;
+      p.exported = true;
     }
     {
       Property& p = declare("rng-restored", "after every iteration the CPU, device and tracker states equal eager mode's",
@@ -289,6 +299,7 @@ bool agree_for_eager(const Observations& a, const Observations& b) {
         ((reads & kReadsFlag) && x.checkpointing_flag != y.checkpointing_flag) ||
         ((reads & kReadsAutocast) && x.autocast != y.autocast) ||
         ((reads & kReadsHookCalls) && !same_hook_calls(x.hook_calls, y.hook_calls)) ||
+        ((reads & kReadsModuleState) && !same_module_state(x.modules, y.modules)) ||
         ((reads & kReadsFloor) && (x.memory.measured != y.memory.measured || x.memory.floor != y.memory.floor ||
                               keeps_a_graph(a, i) != keeps_a_graph(b, i)))) {
       return false;

@@ -92,6 +92,7 @@ enum EagerRead : unsigned {
   kReadsErrors = 1u << 8,         // each error: where, what, and the RNG states it left
   kReadsFloor = 1u << 9,          // what it held after each iteration, and whether a stash keeps a graph
   kReadsHookCalls = 1u << 10,     // the calls of the hooks the case's hook ops hung, in each iteration
+  kReadsModuleState = 1u << 11,   // the state of the modules the case's state ops name, after it
 };
 
 // Where a cause signature (properties/causes.h) locates a failure of the property in its case.

@@ -23,6 +23,7 @@ void for_each_ref(Op& op, const std::function<void(int&)>& f) {
     void operator()(Stash& o) const { f(o.x); }
     void operator()(Raise& o) const { f(o.x); }
     void operator()(Hook& o) const { f(o.x); }
+    void operator()(ModuleState& o) const { f(o.x); }
     void operator()(Checkpoint& o) const {
       for (Arg& arg : o.args) {
         if (auto* ref = std::get_if<Ref>(&arg)) f(ref->value);

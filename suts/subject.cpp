@@ -34,7 +34,8 @@ bool Subject::applies(const std::string& property) const {
 void judge_against_eager_and_itself(Subject& subject, const NotJudged& why) {
   subject.properties = {"grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager",
                         "rng-restored",  "errors-match",    "no-side-effects",   "stash-kept",
-                        "stash-grads",   "memory-eager-floor", "hooks-match-eager", "hooks-bitwise"};
+                        "stash-grads",   "memory-eager-floor", "hooks-match-eager", "hooks-bitwise",
+                        "module-state-matches-eager"};
   subject.leaves_out = {{"flag-in-body", why.flag},
                         {"grad-released", why.clearing_claims},
                         {"memory-floor", why.clearing_claims},

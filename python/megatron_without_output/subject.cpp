@@ -58,7 +58,8 @@ Subject megatron_without_output() {
                         "rng-restored",       "errors-match",         "no-side-effects",    "stash-kept",
                         "stash-grads",        "grad-released",        "memory-floor",       "no-extra-allocations",
                         "memory-eager-floor", "discard-own-outputs",  "discard-recomputed",
-                        "hooks-match-eager", "hooks-bitwise"};
+                        "hooks-match-eager", "hooks-bitwise",
+                        "module-state-matches-eager"};
   subject.leaves_out = {{"flag-in-body", "CheckpointWithoutOutput sets no is-checkpointing flag"}};
   // A discarded output a caller's backward reads before its recomputation (a hook autograd reaches
   // too late, a body returning its argument) is freed memory: libtorch reads it and the process

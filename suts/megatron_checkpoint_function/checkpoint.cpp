@@ -401,6 +401,12 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
         // detached input that the body's next cast of it gets, with no gradient.
         std::optional<compat::AutocastCacheGuard> no_cast_cache;
         if ((cpu_autocast || cuda_autocast) && compat::kAutocastCacheKeepsCastsWithoutGrad) no_cast_cache.emplace(false);
+        if (decisions.recompute_runs == Decisions::RecomputeRuns::twice) {
+          (void)call->run_function(detach_variable(inputs, decisions.detached_requires_grad));
+          if (decisions.recompute_from == Decisions::RecomputeFrom::forward_states) {
+            set_rng_states(call->rng_states, decisions.rng_set);
+          }
+        }
         outputs = call->run_function(detached_inputs);
         if (flag_after_body) set_checkpointing(true);
       } catch (...) {

@@ -74,6 +74,11 @@ struct CheckpointDecisions {
   enum class DetachedRequiresGrad { as_the_input, never, when_floating } detached_requires_grad =
       DetachedRequiresGrad::as_the_input;
   enum class RecomputeGradMode { enabled, disabled } recompute_grad_mode = RecomputeGradMode::enabled;
+  // How often backward runs the body: once, or twice from forward's RNG states with the first
+  // run's outputs dropped (a shape probe before the real recomputation). Every value comes out
+  // as once; what the body changes outside itself (a module's running statistics, a step
+  // counter) changes once more.
+  enum class RecomputeRuns { once, twice } recompute_runs = RecomputeRuns::once;
   // Which gradients are paired with the recomputed outputs that require grad.
   enum class GradsPaired { filtered_with_them, unfiltered } grads_paired = GradsPaired::filtered_with_them;
   // How the recomputed graph is differentiated: torch.autograd.backward, which accumulates into

@@ -59,6 +59,7 @@ const DecisionRow kDecisions[] = {
        return name_of(d.detached_requires_grad, {"as_the_input", "never", "when_floating"});
      }},
     {"recompute_grad_mode", [](const D& d) { return name_of(d.recompute_grad_mode, {"enabled", "disabled"}); }},
+    {"recompute_runs", [](const D& d) { return name_of(d.recompute_runs, {"once", "twice"}); }},
     {"grads_paired", [](const D& d) { return name_of(d.grads_paired, {"filtered_with_them", "unfiltered"}); }},
     {"differentiated", [](const D& d) { return name_of(d.differentiated, {"by_backward", "inputs_only", "per_output"}); }},
     {"collected", [](const D& d) {

@@ -122,6 +122,10 @@ const std::vector<Variant>& variants() {
              "differentiates the recomputation with one backward per output: a hook on a value that feeds several "
              "outputs is called once for each",
              [](D& d) { d.differentiated = D::Differentiated::per_output; }),
+      mutant("recompute-twice",
+             "runs the body twice in backward, from forward's RNG states both times, the first run's outputs dropped: "
+             "a module's running statistics and step counters move once more",
+             [](D& d) { d.recompute_runs = D::RecomputeRuns::twice; }),
       mutant("keeps-last-grads", "keeps the last collected gradients alive, as a debugging aid",
              [](D& d) { d.after_collecting = D::AfterCollecting::keeps_the_last_grads; }),
       mutant("returns-grad-copies", "returns a copy of each collected gradient instead of the gradient itself",
@@ -202,7 +206,8 @@ Subject megatron_checkpoint_function() {
   subject.properties = {"grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager",
                         "rng-restored",  "errors-match",    "no-side-effects",   "flag-in-body",
                         "stash-kept",    "stash-grads",     "grad-released",     "memory-floor",
-                        "no-extra-allocations", "hooks-match-eager", "hooks-bitwise"};
+                        "no-extra-allocations", "hooks-match-eager", "hooks-bitwise",
+                        "module-state-matches-eager"};
   subject.leaves_out = {
       {"memory-eager-floor", "the change is held to the released function's floor (memory-floor) instead"},
       {"discard-own-outputs", "CheckpointFunction has no discard (CheckpointWithoutOutput's)"},

@@ -187,6 +187,28 @@ TEST(CaseJson, a_hook_hangs_on_a_tensor_and_yields_it_again) {
       << load_error(j);
 }
 
+TEST(CaseJson, a_state_op_reads_and_writes_a_module_s_state) {
+  json j = minimal();
+  j["root"]["ops"].push_back(json::parse(R"({"op": "state", "fn": "count", "module": 3, "x": 1})"));
+  j["root"]["outputs"] = {2};
+  EXPECT_EQ(load_error(j), "no error");
+  const Case c = case_from_json(j);
+  EXPECT_EQ(to_json(c), to_json(case_from_json(to_json(c))));
+  EXPECT_NE(show(c).find("v2 = modules[3].count_step(v1)"), std::string::npos) << show(c);
+  j["root"]["ops"][1]["fn"] = "running-var";
+  EXPECT_EQ(load_error(j).rfind("case.root.ops[1].fn: expected one of \"running-mean\", \"count\"", 0), 0u) << load_error(j);
+  j["root"]["ops"][1]["fn"] = "running-mean";
+  j["root"]["ops"][1]["module"] = 16;
+  EXPECT_EQ(load_error(j).rfind("case.root.ops[1].module: expected an integer from 0 to 15", 0), 0u) << load_error(j);
+  j["root"]["ops"][1]["module"] = 0;
+  j["root"]["ops"][1]["x"] = 2;
+  EXPECT_EQ(load_error(j), "case.root.ops[1].x: value v2 is not defined here (v0..v1 are)");
+  j["root"]["ops"][1] = json::parse(R"({"op": "argmax", "x": 1})");
+  j["root"]["ops"].push_back(json::parse(R"({"op": "state", "fn": "running-mean", "module": 0, "x": 2})"));
+  j["root"]["outputs"] = {3};
+  EXPECT_EQ(load_error(j), "case.root.ops[2].x: a module's state is computed from a floating-point tensor, and value 2 is a tensor of int64");
+}
+
 TEST(CaseJson, misspelt_field_is_refused) {
   json j = minimal();
   j["leaves"][0]["requires_gard"] = true;

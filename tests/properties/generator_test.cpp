@@ -66,6 +66,7 @@ RC_GTEST_PROP(Properties, recompute_fidelity, ()) { check_generated_case("recomp
 RC_GTEST_PROP(Properties, grads_match_eager, ()) { check_generated_case("grads-match-eager", "clearing"); }
 RC_GTEST_PROP(Properties, hooks_match_eager, ()) { check_generated_case("hooks-match-eager", "clearing"); }
 RC_GTEST_PROP(Properties, hooks_bitwise, ()) { check_generated_case("hooks-bitwise", "clearing"); }
+RC_GTEST_PROP(Properties, module_state_matches_eager, ()) { check_generated_case("module-state-matches-eager", "clearing"); }
 RC_GTEST_PROP(Properties, rng_restored, ()) { check_generated_case("rng-restored", "clearing"); }
 RC_GTEST_PROP(Properties, errors_match, ()) { check_generated_case("errors-match", "clearing"); }
 RC_GTEST_PROP(Properties, no_side_effects, ()) { check_generated_case("no-side-effects", "clearing"); }
@@ -83,8 +84,8 @@ TEST(Properties, every_property_has_a_rapidcheck_test) {
   // subject (the port's). memory-eager-floor and the discard properties, which only the Python
   // subjects list, are tested there (python/torch_non_reentrant/torch_non_reentrant_test.cpp,
   // python/megatron_without_output/megatron_without_output_test.cpp: the python tier).
-  EXPECT_EQ(properties().size(), 18u);
-  EXPECT_EQ(default_subject().properties.size(), 15u);
+  EXPECT_EQ(properties().size(), 19u);
+  EXPECT_EQ(default_subject().properties.size(), 16u);
   for (const char* python_only : {"memory-eager-floor", "discard-own-outputs", "discard-recomputed"}) {
     EXPECT_FALSE(default_subject().applies(python_only)) << python_only;
   }
@@ -126,7 +127,9 @@ TEST(Generator, reaches_every_corner_with_useful_frequency) {
       "raise in the first iteration only", "going on after errors", "dtype: float32", "dtype: float64", "dtype: bfloat16", "iterations: 1", "iterations: 2", "iterations: 3",
       "large tensors (4,096 elements or more)", "capture of a parameter inside a checkpoint", "capture of a frozen leaf",
       "capture of a parameter where no checkpoint argument requires grad", "hook on a checkpoint body's argument",
-      "hook inside a checkpoint", "hook outside checkpoints", "hook that scales the gradient"};
+      "hook inside a checkpoint", "hook outside checkpoints", "hook that scales the gradient",
+      "running statistic inside a checkpoint", "running statistic outside checkpoints", "step counter inside a checkpoint",
+      "step counter outside checkpoints"};
   constexpr int kCases = 2000;
   std::map<std::string, int> counts;
   for (int i = 0; i < kCases; ++i) {

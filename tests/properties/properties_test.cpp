@@ -492,6 +492,8 @@ TEST(Generated, agreement_for_eager_covers_everything_a_property_reading_eager_m
       {"a tracker state the run seeded", [](Observations& o) { o.tracker_seeded["a-pull-request-s-own"] = {1}; }},
       {"the is-checkpointing flag", [](Observations& o) { o.iterations.at(0).checkpointing_flag ^= true; }},
       {"the autocast state", [](Observations& o) { o.iterations.at(0).autocast.cpu.enabled ^= true; }},
+      {"a hook call's gradient", [&](Observations& o) { for (auto& call : o.iterations.at(0).hook_calls) bump(call.grad); }},
+      {"a module's state", [](Observations& o) { for (auto& m : o.iterations.at(0).modules) m.steps += 1; }},
       {"an error's message", [](Observations& o) {
          for (auto& r : o.iterations) {
            if (r.error) r.error->error.message += " (changed)";
