@@ -107,6 +107,16 @@ void hook_places(Segment& segment, std::vector<ValueFacts> values, bool in_check
   out[place].values = std::move(values);
 }
 
+// A place for a decoration: three times in four a checkpoint's body (where a recomputation runs
+// it again), where the case has one.
+size_t pick_place(const std::vector<HookPlace>& places) {
+  std::vector<size_t> bodies;
+  for (size_t p = 0; p < places.size(); ++p) {
+    if (places[p].in_checkpoint) bodies.push_back(p);
+  }
+  return !bodies.empty() && choose_in_range(0, 4) != 0 ? pick(bodies) : choose_in_range<size_t>(0, places.size());
+}
+
 // Hooks on a case's tensors, as layers, training loops and gradient-scaling code hang them: in
 // one case in three, one or two hooks, each on a tensor that requires grad, mostly inside a
 // checkpoint's body and there half the time on an argument of the body (where a recomputation
@@ -120,12 +130,7 @@ void draw_hooks(Case& c) {
   hook_places(c.root, leaves, false, leaves, places);
   const int64_t hooks = choose_in_range(1, 3);
   for (int64_t h = 0; h < hooks; ++h) {
-    std::vector<size_t> bodies;
-    for (size_t p = 0; p < places.size(); ++p) {
-      if (places[p].in_checkpoint) bodies.push_back(p);
-    }
-    const size_t place = !bodies.empty() && choose_in_range(0, 4) != 0 ? pick(bodies) : choose_in_range<size_t>(0, places.size());
-    HookPlace& where = places[place];
+    HookPlace& where = places[pick_place(places)];
     std::vector<int> hookable;
     std::vector<int> arguments;
     for (size_t v = 0; v < where.values.size(); ++v) {
@@ -158,12 +163,7 @@ void draw_module_state(Case& c) {
   const int modules = static_cast<int>(choose_in_range(1, 3));
   const int64_t ops = choose_in_range(1, 4);
   for (int64_t n = 0; n < ops; ++n) {
-    std::vector<size_t> bodies;
-    for (size_t p = 0; p < places.size(); ++p) {
-      if (places[p].in_checkpoint) bodies.push_back(p);
-    }
-    const size_t place = !bodies.empty() && choose_in_range(0, 4) != 0 ? pick(bodies) : choose_in_range<size_t>(0, places.size());
-    HookPlace& where = places[place];
+    HookPlace& where = places[pick_place(places)];
     const int module = static_cast<int>(choose_in_range(0, modules));
     const auto floating = [&](int v) {
       const ValueFacts& f = where.values[static_cast<size_t>(v)];
