@@ -29,7 +29,7 @@ DEVICE = "cpu"
 CHECKPOINT = "megatron"
 ORACLE = "megatron"
 PROPERTY = "grads-match-eager"
-PROPERTIES = ["grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager", "hooks-match-eager", "hooks-bitwise", "rng-restored", "errors-match", "no-side-effects", "flag-in-body", "stash-kept", "stash-grads", "grad-released", "discard-own-outputs", "discard-recomputed", ]
+PROPERTIES = ["grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager", "hooks-match-eager", "hooks-bitwise", "module-state-matches-eager", "rng-restored", "errors-match", "no-side-effects", "flag-in-body", "stash-kept", "stash-grads", "grad-released", "discard-own-outputs", "discard-recomputed", ]
 ITERATIONS = 1
 CONTINUE_AFTER_ERROR = False
 WITHOUT_OUTPUT = False
@@ -48,6 +48,7 @@ LOSS_WEIGHTS = {  # output: [(shape, values), ...], recheck's weights for each s
 
 import argparse
 import math
+import struct
 import sys
 import warnings
 import weakref
@@ -212,6 +213,7 @@ class Run:
         self.detached = []
         self.leaves = []  # the case's leaves: what a capture op hands a body (the leaf itself)
         self.hook_calls = []  # this iteration's hook calls (Run.hook)
+        self.modules = {}  # each module's state (Run.state): running mean, steps, updates
         self.iteration = 0
         self.reads = []  # the flag readings of each checkpoint body call running, innermost last
 
@@ -406,6 +408,19 @@ class Run:
         x.register_hook(hook)
         return x
 
+    def state(self, module, x, fn):
+        """recheck's state op: module `module`'s running mean (momentum 0.1, in float64) or step
+        counter, read and written each time the op runs, a recomputation included."""
+        mean, steps, updates = self.modules.get(module, (0.0, 0, 0))
+        if fn == "running-mean":
+            drawn = x.detach().double().mean().item() if x.numel() else 0.0
+            self.modules[module] = ((1 - 0.1) * mean + 0.1 * drawn, steps, updates + 1)
+            return x
+        if fn == "count":
+            self.modules[module] = (mean, steps + 1, updates + 1)
+            return x * (1.0 + ((steps + 1) % 4) / 4.0)
+        raise ValueError("unknown state fn " + fn)
+
     def raise_op(self, x, when):
         if when == "recompute" and self.recomputing == 0:
             return x
@@ -454,6 +469,7 @@ def run_case(checkpoint, without_output=None):
             outputs = loss = None  # the graph goes with them, as it does in recheck
         record["discards"] = run.finish_discards()
         record["hook_calls"], run.hook_calls = run.hook_calls, None
+        record["modules"] = dict(run.modules)
         record["stashed"] = run.stashed()
         record["leaf_grads"] = [keep(leaf.grad) for leaf in leaves]
         record["leaf_data"] = [keep(leaf) for leaf in leaves]
@@ -616,6 +632,20 @@ def check(prop, subject, eager, oracle):
                     return f"{where}: the hook at {a[k][0]}, the oracle's at {b[k][0]}"
                 if (d := bitwise_difference(a[k][2], b[k][2])):
                     return f"{where} (the hook at {a[k][0]}), its gradient: {d}"
+    elif prop == "module-state-matches-eager":
+        for i, s, e in common(subject, eager):
+            if not comparable(s, e) or ("error" in s and s["error"]["phase"] != "forward"):
+                continue
+            for module in sorted(set(s["modules"]) | set(e["modules"])):
+                a, b = s["modules"].get(module, (0.0, 0, 0)), e["modules"].get(module, (0.0, 0, 0))
+                # the running mean by its bits, as recheck compares it
+                if a[1:] == b[1:] and struct.pack("<d", a[0]) == struct.pack("<d", b[0]):
+                    continue
+                state = f"its step counter {a[1]} vs {b[1]}, its running mean {a[0]!r} vs {b[0]!r}"
+                if a[2] != b[2]:
+                    return f"{at(i, s)}, module {module}: updated {'more' if a[2] > b[2] else 'fewer'} times than " \
+                        f"eager mode's ({a[2]} vs {b[2]}): {state}"
+                return f"{at(i, s)}, module {module}: updated as often as eager mode's, to another state: {state}"
     elif prop == "recompute-fidelity":
         for call in subject["calls"]:
             for k, recomputed in enumerate(call["calls"][1:], 1):
