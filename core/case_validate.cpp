@@ -46,6 +46,13 @@ struct ValueBytes {
   }
 };
 
+// What a value is, for an error that refuses it: "None", "a literal", "a tensor of int64".
+std::string what_value_is(const ValueFacts& value) {
+  if (value.kind == ValueFacts::Kind::none) return "None";
+  if (value.kind == ValueFacts::Kind::literal) return "a literal";
+  return std::string("a tensor of ") + to_string(value.dtype);
+}
+
 // The field of an op that holds its `k`th input (in op_inputs' order): one overload per op, no
 // catch-all, so that a new op names its fields. Those with a body are checked with it.
 struct InputField {
@@ -159,17 +166,14 @@ std::vector<ValueFacts> validate_segment(const Segment& segment, std::vector<Val
       if (const auto* hook = std::get_if<Hook>(&op);
           hook != nullptr && values[static_cast<size_t>(hook->x)].kind != ValueFacts::Kind::tensor) {
         throw CaseError(op_path + ".x: a hook hangs on a tensor, and value " + std::to_string(hook->x) + " is " +
-                        (values[static_cast<size_t>(hook->x)].kind == ValueFacts::Kind::none ? "None" : "a literal"));
+                        what_value_is(values[static_cast<size_t>(hook->x)]));
       }
       if (const auto* state = std::get_if<ModuleState>(&op)) {
         const ValueFacts& x = values[static_cast<size_t>(state->x)];
         if (x.kind != ValueFacts::Kind::tensor || !x.floating()) {
           throw CaseError(op_path + ".x: a module's state is " +
                           (state->fn == ModuleState::Fn::count ? "read into" : "computed from") +
-                          " a floating-point tensor, and value " + std::to_string(state->x) + " is " +
-                          (x.kind == ValueFacts::Kind::none      ? "None"
-                           : x.kind == ValueFacts::Kind::literal ? "a literal"
-                                                                 : std::string("a tensor of ") + to_string(x.dtype)));
+                          " a floating-point tensor, and value " + std::to_string(state->x) + " is " + what_value_is(x));
         }
       }
       int64_t copies = 0;
