@@ -208,13 +208,17 @@ struct Capture {
 
 // Hangs a hook on its input and yields it again (the same tensor), as layers, training loops and
 // gradient-scaling code do, and records every call of it: which hook, and the gradient it saw.
-//   tensor  x.register_hook(h): h sees x's gradient and, with a scale other than 1, returns it
-//           times scale (a hook that scales or clips); with scale 1 it returns nothing
-// It hangs the hook only on a tensor that requires grad, as code guarding `if x.requires_grad`
-// does: nothing in a reentrant checkpoint's forward (run under no_grad) but on its arguments.
-// A hook stops recording, and stops scaling, when its iteration ends.
+//   tensor       x.register_hook(h): h sees x's gradient and, with a scale other than 1, returns
+//                it times scale (a hook that scales or clips); with scale 1 it returns nothing
+//   accumulator  a post hook on the gradient accumulator of parameter x (a leaf), as DDP and
+//                FSDP hang theirs: called each time backward accumulates into x.grad, it sees
+//                x.grad as it is then; it cannot scale (scale 1 only)
+// It hangs the hook only on a tensor that requires grad (an accumulator hook: on a leaf that
+// does), as code guarding `if x.requires_grad` does: nothing in a reentrant checkpoint's forward
+// (run under no_grad) but on its arguments and parameters. A hook stops recording, and stops
+// scaling, when its iteration ends.
 struct Hook {
-  enum class Kind { tensor };
+  enum class Kind { tensor, accumulator };
   Kind kind = Kind::tensor;
   double scale = 1.0;
   int x = 0;

@@ -159,6 +159,7 @@ class Interpreter {
   // The calls of this iteration's hooks; the hooks stop recording and scaling.
   std::vector<HookCall> finish_hooks() {
     hooks_->active = false;
+    hooks_->alive.clear();
     return std::move(hooks_->calls);
   }
   std::vector<std::string> alive_checkpoint_objects() const { return discards_.alive_objects(); }
@@ -269,6 +270,15 @@ class Interpreter {
   Values run(const Hook& op, const Values& v) {
     const at::Tensor& x = tensor_ops::expect_tensor(v.at(op.x), "hook");
     if (!x.requires_grad()) return {x};
+    if (op.kind == Hook::Kind::accumulator) {
+      if (!x.is_leaf()) return {x};
+      // The node lives while the iteration's log holds it (finish_hooks lets go), as DDP keeps
+      // the accumulators it hooks: one the graph does not reach would otherwise die with its hook.
+      std::shared_ptr<torch::autograd::Node> accumulator = torch::autograd::impl::grad_accumulator(x);
+      accumulator->add_post_hook(std::make_unique<AccumulatedHook>(hooks_, sites_.hooks.at(&op), recomputing_ > 0, x));
+      hooks_->alive.push_back(std::move(accumulator));
+      return {x};
+    }
     // Python's register_hook reads grad_fn first, which regenerates a view's node after its base
     // changed in place; libtorch 1.13's C++ register_hook reads the stale one and crashes (a
     // view changed in place under no_grad, as a reentrant checkpoint's forward does).
@@ -417,6 +427,24 @@ class Interpreter {
   struct HookLog {
     bool active = true;
     std::vector<HookCall> calls;
+    std::vector<std::shared_ptr<torch::autograd::Node>> alive;  // the accumulators hooked
+  };
+  // An accumulator hook: records the parameter's .grad each time its accumulator ran.
+  class AccumulatedHook final : public torch::autograd::FunctionPostHook {
+   public:
+    AccumulatedHook(std::shared_ptr<HookLog> log, std::string site, bool recomputation, at::Tensor parameter)
+        : log_(std::move(log)), site_(std::move(site)), recomputation_(recomputation), parameter_(std::move(parameter)) {}
+    torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                              const torch::autograd::variable_list& /*inputs*/) override {
+      if (log_->active) log_->calls.push_back({site_, recomputation_, clone_for_record(parameter_.grad())});
+      return outputs;
+    }
+
+   private:
+    std::shared_ptr<HookLog> log_;
+    std::string site_;
+    bool recomputation_;
+    at::Tensor parameter_;  // the leaf its accumulator holds anyway
   };
   std::shared_ptr<HookLog> hooks_ = std::make_shared<HookLog>();
   std::shared_ptr<KeptCheckpoint> last_kept_;  // the checkpoint without output that just returned

@@ -196,6 +196,37 @@ void draw_module_state(Case& c) {
   }
 }
 
+// Gradient-accumulator hooks on parameters, as DDP and FSDP hang them: in one case in six, one
+// or two, each on a root leaf that requires grad or, mostly where the case has one, on what a
+// capture gives a checkpoint's body (a layer's weight): hung in the body, it is hung again by
+// every recomputation. Appended to the end of its segment, as the other hooks; drawn last.
+void draw_accumulator_hooks(Case& c) {
+  if (choose_in_range(0, 6) != 5) return;
+  const std::vector<ValueFacts> leaves = leaves_facts(c);
+  std::vector<HookPlace> places;
+  hook_places(c.root, leaves, false, leaves, places);
+  struct Parameter {
+    size_t place;
+    int value;
+  };
+  std::vector<Parameter> captured;
+  std::vector<Parameter> anywhere;
+  for (size_t p = 0; p < places.size(); ++p) {
+    for (size_t v = 0; v < places[p].values.size(); ++v) {
+      const ValueFacts& f = places[p].values[v];
+      if (f.kind != ValueFacts::Kind::tensor || !f.leaf || !f.requires_grad) continue;
+      anywhere.push_back({p, static_cast<int>(v)});
+      if (places[p].in_checkpoint) captured.push_back({p, static_cast<int>(v)});
+    }
+  }
+  if (anywhere.empty()) return;
+  const int64_t hooks = choose_in_range(1, 3);
+  for (int64_t h = 0; h < hooks; ++h) {
+    const Parameter chosen = !captured.empty() && choose_in_range(0, 4) != 0 ? pick(captured) : pick(anywhere);
+    places[chosen.place].segment->ops.push_back(Hook{Hook::Kind::accumulator, 1.0, chosen.value});
+  }
+}
+
 }  // namespace
 
 void draw_decorations(Case& c) {
@@ -231,9 +262,11 @@ void draw_decorations(Case& c) {
         half && compat::autocast_has_float16(c.device) ? Autocast::Precision::float16 : Autocast::Precision::bfloat16;
     wrap_in_autocast(c.root, static_cast<int>(c.leaves.size()), /*enabled=*/true, c.device, dtype);
   }
-  // Hooks, then module state, last: the case without them is the one drawn before they were.
+  // Hooks, module state, then accumulator hooks, last: the case without them is the one drawn
+  // before they were.
   draw_hooks(c);
   draw_module_state(c);
+  draw_accumulator_hooks(c);
 }
 
 }  // namespace recheck

@@ -165,6 +165,7 @@ class Run:
         self.detached = []
         self.leaves = []  # the case's leaves: what a capture op hands a body (the leaf itself)
         self.hook_calls = []  # this iteration's hook calls (Run.hook)
+        self.hooked_accumulators = []  # the gradient accumulators this iteration's hooks hang on
         self.modules = {}  # each module's state (Run.state): running mean, steps, updates
         self.iteration = 0
         self.reads = []  # the flag readings of each checkpoint body call running, innermost last
@@ -345,12 +346,26 @@ class Run:
     def hook(self, site, x, kind, scale):
         """recheck's hook op: a hook on x's gradient where x requires grad, recording each call
         (site, whether hung in a recomputation, the gradient) and, with a scale other than 1,
-        returning the gradient times scale; x again. An earlier iteration's hook records nothing."""
-        if kind != "tensor":
+        returning the gradient times scale; with kind "accumulator", a post hook on leaf x's
+        gradient accumulator (DDP's), recording x.grad after each accumulation. x again. An
+        earlier iteration's hook records nothing."""
+        if kind not in ("tensor", "accumulator"):
             raise ValueError("unknown hook kind " + kind)
         if not x.requires_grad:
             return x
         calls, recomputation = self.hook_calls, self.recomputing > 0
+        if kind == "accumulator":
+            if not x.is_leaf:
+                return x
+            with torch.enable_grad():
+                accumulator = x.view_as(x).grad_fn.next_functions[0][0]
+
+            def accumulated(grad_inputs, grad_outputs):
+                if calls is self.hook_calls:
+                    calls.append((site, recomputation, keep(x.grad)))
+            accumulator.register_hook(accumulated)
+            self.hooked_accumulators.append(accumulator)  # alive until the iteration ends, as DDP keeps them
+            return x
 
         def hook(grad):
             if calls is not self.hook_calls:
@@ -421,6 +436,7 @@ def run_case(checkpoint, without_output=None):
             outputs = loss = None  # the graph goes with them, as it does in recheck
         record["discards"] = run.finish_discards()
         record["hook_calls"], run.hook_calls = run.hook_calls, None
+        run.hooked_accumulators = []
         record["modules"] = dict(run.modules)
         record["stashed"] = run.stashed()
         record["leaf_grads"] = [keep(leaf.grad) for leaf in leaves]

@@ -185,6 +185,16 @@ TEST(CaseJson, a_hook_hangs_on_a_tensor_and_yields_it_again) {
       "body": {"ops": [{"op": "capture", "leaf": 0}, {"op": "hook", "kind": "tensor", "x": 1}], "outputs": [2]}})");
   EXPECT_EQ(load_error(j).rfind("case.root.ops[1].body.outputs[0]: a checkpoint's body returns a captured leaf itself", 0), 0u)
       << load_error(j);
+  // An accumulator hook hangs on a parameter, and does not scale.
+  j["root"]["ops"][1] = json::parse(R"({"op": "hook", "kind": "accumulator", "x": 0})");
+  EXPECT_EQ(load_error(j), "no error");
+  EXPECT_NE(show(case_from_json(j)).find("v2 = accumulator_hook(v0)"), std::string::npos) << show(case_from_json(j));
+  j["root"]["ops"][1]["x"] = 1;
+  EXPECT_EQ(load_error(j), "case.root.ops[1].x: an accumulator hook hangs on a parameter (a leaf that requires grad: a root "
+                           "leaf, or what a capture gives a body), and value 1 is not one");
+  j["root"]["ops"][1]["x"] = 0;
+  j["root"]["ops"][1]["scale"] = 2.0;
+  EXPECT_EQ(load_error(j), "case.root.ops[1].scale: an accumulator hook runs once the gradient is accumulated and cannot scale it");
 }
 
 TEST(CaseJson, a_state_op_reads_and_writes_a_module_s_state) {

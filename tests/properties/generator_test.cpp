@@ -129,7 +129,8 @@ TEST(Generator, reaches_every_corner_with_useful_frequency) {
       "capture of a parameter where no checkpoint argument requires grad", "hook on a checkpoint body's argument",
       "hook inside a checkpoint", "hook outside checkpoints", "hook that scales the gradient",
       "running statistic inside a checkpoint", "running statistic outside checkpoints", "step counter inside a checkpoint",
-      "step counter outside checkpoints"};
+      "step counter outside checkpoints", "accumulator hook on a parameter outside checkpoints",
+      "accumulator hook on a parameter a checkpoint captures"};
   constexpr int kCases = 2000;
   std::map<std::string, int> counts;
   for (int i = 0; i < kCases; ++i) {

@@ -93,5 +93,33 @@ TEST(Hooks, one_backward_per_output_is_seen_by_the_hook_properties_alone_and_und
   EXPECT_EQ(r.at("hooks-bitwise").classification, Classification::fixed) << r.at("hooks-bitwise").sut.describe();
 }
 
+// A DDP-style hook on the accumulator of a weight two checkpoints capture: eager mode's backward
+// accumulates the weight's gradient once, each reentrant recomputation's backward once more, so
+// Megatron's function calls the hook twice, the first time with one checkpoint's part of the
+// gradient (pytorch#81296's "marked ready twice"). The last call sees eager mode's .grad.
+TEST(Hooks, an_accumulator_hook_on_a_weight_two_checkpoints_capture_is_called_once_per_checkpoint) {
+  const Case c = case_from_json(nlohmann::json::parse(R"({"format": "recheck-case", "version": 1, "seed": 3,
+    "dtype": "float64", "device": "cpu", "iterations": 1,
+    "leaves": [{"shape": [3, 3], "requires_grad": true, "fill": "randn"}, {"shape": [3, 3], "requires_grad": true, "fill": "randn"}],
+    "root": {"ops": [{"op": "hook", "kind": "accumulator", "x": 1},
+      {"op": "checkpoint", "distribute": false, "args": [{"ref": 0}], "body": {"ops": [
+        {"op": "capture", "leaf": 1}, {"op": "matmul", "a": 0, "b": 1}], "outputs": [2]}},
+      {"op": "checkpoint", "distribute": false, "args": [{"ref": 3}], "body": {"ops": [
+        {"op": "capture", "leaf": 1}, {"op": "matmul", "a": 0, "b": 1}], "outputs": [2]}}], "outputs": [4]}})"));
+  EagerExecution eager;
+  const Observations e = run_case(c, eager);
+  ASSERT_EQ(e.iterations.at(0).hook_calls.size(), 1u);
+  EXPECT_TRUE(at::equal(e.iterations[0].hook_calls[0].grad, e.iterations[0].leaf_grads[1]));
+  auto megatron = make_checkpoint("nonclearing");
+  const Observations m = run_case(c, *megatron);
+  ASSERT_EQ(m.iterations.at(0).hook_calls.size(), 2u);
+  EXPECT_FALSE(at::equal(m.iterations[0].hook_calls[0].grad, m.iterations[0].leaf_grads[1]));
+  EXPECT_TRUE(at::allclose(m.iterations[0].hook_calls[1].grad, e.iterations[0].leaf_grads[1]));
+  auto r = results_of(c, "nonclearing", "clearing");
+  EXPECT_EQ(r.at("hooks-match-eager").classification, Classification::pre_existing);
+  EXPECT_EQ(r.at("hooks-match-eager").sut.detail, "called more times than eager mode's (2 vs 1), hung in forward");
+  EXPECT_EQ(r.at("hooks-bitwise").classification, Classification::pass);
+}
+
 }  // namespace
 }  // namespace recheck
