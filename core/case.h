@@ -213,12 +213,15 @@ struct Capture {
 //   accumulator  a post hook on the gradient accumulator of parameter x (a leaf), as DDP and
 //                FSDP hang theirs: called each time backward accumulates into x.grad, it sees
 //                x.grad as it is then; it cannot scale (scale 1 only)
-// It hangs the hook only on a tensor that requires grad (an accumulator hook: on a leaf that
+//   post-accumulate  x.register_post_accumulate_grad_hook(h) (PyTorch 2.1 on), as optimizers
+//                that step in backward and FSDP2 hang theirs: as an accumulator hook, but hung on
+//                the parameter itself, called before its accumulator's own post hooks
+// It hangs the hook only on a tensor that requires grad (the last two kinds: on a leaf that
 // does), as code guarding `if x.requires_grad` does: nothing in a reentrant checkpoint's forward
 // (run under no_grad) but on its arguments and parameters. A hook stops recording, and stops
 // scaling, when its iteration ends.
 struct Hook {
-  enum class Kind { tensor, accumulator };
+  enum class Kind { tensor, accumulator, post_accumulate };
   Kind kind = Kind::tensor;
   double scale = 1.0;
   int x = 0;

@@ -1,6 +1,7 @@
 // A case as indented text (`recheck show`, repro, minimize): leaves, ops, checkpoint bodies.
 #include "core/case.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "core/case_detail.h"
@@ -77,7 +78,9 @@ struct OpShow {
   // The root's leaf, wherever the op sits (in a body, v0.. are the body's inputs).
   std::string operator()(const Capture& op) const { return "capture(leaves[" + std::to_string(op.leaf) + "])"; }
   std::string operator()(const Hook& op) const {
-    return std::string(name_of(kHookKinds, op.kind)) + "_hook(" + v(op.x) +
+    std::string kind = name_of(kHookKinds, op.kind);
+    std::replace(kind.begin(), kind.end(), '-', '_');
+    return kind + "_hook(" + v(op.x) +
            (op.scale == 1.0 ? "" : ", scale=" + format_double(op.scale)) + ")";
   }
   std::string operator()(const ModuleState& op) const {

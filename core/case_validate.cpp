@@ -168,14 +168,14 @@ std::vector<ValueFacts> validate_segment(const Segment& segment, std::vector<Val
         throw CaseError(op_path + ".x: a hook hangs on a tensor, and value " + std::to_string(hook->x) + " is " +
                         what_value_is(values[static_cast<size_t>(hook->x)]));
       }
-      if (const auto* hook = std::get_if<Hook>(&op); hook != nullptr && hook->kind == Hook::Kind::accumulator) {
+      if (const auto* hook = std::get_if<Hook>(&op); hook != nullptr && hook->kind != Hook::Kind::tensor) {
         const ValueFacts& x = values[static_cast<size_t>(hook->x)];
         if (!(x.leaf && x.requires_grad)) {
-          throw CaseError(op_path + ".x: an accumulator hook hangs on a parameter (a leaf that requires grad: a root " +
+          throw CaseError(op_path + ".x: " + to_string(hook->kind) + " hooks hang on a parameter (a leaf that requires grad: a root " +
                           "leaf, or what a capture gives a body), and value " + std::to_string(hook->x) + " is not one");
         }
         if (hook->scale != 1.0) {
-          throw CaseError(op_path + ".scale: an accumulator hook runs once the gradient is accumulated and cannot scale it");
+          throw CaseError(op_path + ".scale: " + to_string(hook->kind) + " hooks run once the gradient is accumulated and cannot scale it");
         }
       }
       if (const auto* state = std::get_if<ModuleState>(&op)) {

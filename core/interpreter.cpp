@@ -270,12 +270,26 @@ class Interpreter {
   Values run(const Hook& op, const Values& v) {
     const at::Tensor& x = tensor_ops::expect_tensor(v.at(op.x), "hook");
     if (!x.requires_grad()) return {x};
-    if (op.kind == Hook::Kind::accumulator) {
+    if (op.kind != Hook::Kind::tensor) {
       if (!x.is_leaf()) return {x};
       // The node lives while the iteration's log holds it (finish_hooks lets go), as DDP keeps
       // the accumulators it hooks: one the graph does not reach would otherwise die with its hook.
       std::shared_ptr<torch::autograd::Node> accumulator = torch::autograd::impl::grad_accumulator(x);
-      accumulator->add_post_hook(std::make_unique<AccumulatedHook>(hooks_, sites_.hooks.at(&op), recomputing_ > 0, x));
+      const bool post_accumulate = op.kind == Hook::Kind::post_accumulate;
+      auto hook = std::make_unique<AccumulatedHook>(hooks_, sites_.hooks.at(&op), recomputing_ > 0, x, post_accumulate);
+      if (post_accumulate) {
+        // PyTorch calls a tensor's post-accumulate-grad hooks inside its accumulator, before the
+        // node's post hooks; libtorch 1.13 has none, so the hook goes before the node's others
+        // but after the post-accumulate ones hung before it, in the order they were hung.
+        auto& hooks = accumulator->post_hooks();
+        auto at = std::find_if(hooks.begin(), hooks.end(), [](const auto& h) {
+          const auto* mine = dynamic_cast<const AccumulatedHook*>(h.get());
+          return mine == nullptr || !mine->post_accumulate();
+        });
+        hooks.insert(at, std::move(hook));
+      } else {
+        accumulator->add_post_hook(std::move(hook));
+      }
       hooks_->alive.push_back(std::move(accumulator));
       return {x};
     }
@@ -429,11 +443,18 @@ class Interpreter {
     std::vector<HookCall> calls;
     std::vector<std::shared_ptr<torch::autograd::Node>> alive;  // the accumulators hooked
   };
-  // An accumulator hook: records the parameter's .grad each time its accumulator ran.
+  // An accumulator or post-accumulate-grad hook: records the parameter's .grad each time its
+  // accumulator ran.
   class AccumulatedHook final : public torch::autograd::FunctionPostHook {
    public:
-    AccumulatedHook(std::shared_ptr<HookLog> log, std::string site, bool recomputation, at::Tensor parameter)
-        : log_(std::move(log)), site_(std::move(site)), recomputation_(recomputation), parameter_(std::move(parameter)) {}
+    AccumulatedHook(std::shared_ptr<HookLog> log, std::string site, bool recomputation, at::Tensor parameter,
+                    bool post_accumulate)
+        : log_(std::move(log)),
+          site_(std::move(site)),
+          recomputation_(recomputation),
+          post_accumulate_(post_accumulate),
+          parameter_(std::move(parameter)) {}
+    bool post_accumulate() const { return post_accumulate_; }
     torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
                                               const torch::autograd::variable_list& /*inputs*/) override {
       if (log_->active) log_->calls.push_back({site_, recomputation_, clone_for_record(parameter_.grad())});
@@ -444,6 +465,7 @@ class Interpreter {
     std::shared_ptr<HookLog> log_;
     std::string site_;
     bool recomputation_;
+    bool post_accumulate_;
     at::Tensor parameter_;  // the leaf its accumulator holds anyway
   };
   std::shared_ptr<HookLog> hooks_ = std::make_shared<HookLog>();

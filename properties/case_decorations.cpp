@@ -196,7 +196,8 @@ void draw_module_state(Case& c) {
   }
 }
 
-// Gradient-accumulator hooks on parameters, as DDP and FSDP hang them: in one case in six, one
+// Gradient-accumulator hooks on parameters, as DDP and FSDP hang them, and post-accumulate-grad
+// hooks, as optimizers stepping in backward hang theirs (half each): in one case in six, one
 // or two, each on a root leaf that requires grad or, mostly where the case has one, on what a
 // capture gives a checkpoint's body (a layer's weight): hung in the body, it is hung again by
 // every recomputation. Appended to the end of its segment, as the other hooks; drawn last.
@@ -223,7 +224,8 @@ void draw_accumulator_hooks(Case& c) {
   const int64_t hooks = choose_in_range(1, 3);
   for (int64_t h = 0; h < hooks; ++h) {
     const Parameter chosen = !captured.empty() && choose_in_range(0, 4) != 0 ? pick(captured) : pick(anywhere);
-    places[chosen.place].segment->ops.push_back(Hook{Hook::Kind::accumulator, 1.0, chosen.value});
+    const Hook::Kind kind = choose_in_range(0, 2) == 0 ? Hook::Kind::accumulator : Hook::Kind::post_accumulate;
+    places[chosen.place].segment->ops.push_back(Hook{kind, 1.0, chosen.value});
   }
 }
 

@@ -347,9 +347,10 @@ class Run:
         """recheck's hook op: a hook on x's gradient where x requires grad, recording each call
         (site, whether hung in a recomputation, the gradient) and, with a scale other than 1,
         returning the gradient times scale; with kind "accumulator", a post hook on leaf x's
-        gradient accumulator (DDP's), recording x.grad after each accumulation. x again. An
-        earlier iteration's hook records nothing."""
-        if kind not in ("tensor", "accumulator"):
+        gradient accumulator (DDP's), recording x.grad after each accumulation; with kind
+        "post-accumulate", x.register_post_accumulate_grad_hook, the same. x again. An earlier
+        iteration's hook records nothing."""
+        if kind not in ("tensor", "accumulator", "post-accumulate"):
             raise ValueError("unknown hook kind " + kind)
         if not x.requires_grad:
             return x
@@ -365,6 +366,15 @@ class Run:
                     calls.append((site, recomputation, keep(x.grad)))
             accumulator.register_hook(accumulated)
             self.hooked_accumulators.append(accumulator)  # alive until the iteration ends, as DDP keeps them
+            return x
+        if kind == "post-accumulate":
+            if not x.is_leaf:
+                return x
+
+            def post_accumulated(parameter):  # the parameter comes as the argument: no cycle through x
+                if calls is self.hook_calls:
+                    calls.append((site, recomputation, keep(parameter.grad)))
+            x.register_post_accumulate_grad_hook(post_accumulated)
             return x
 
         def hook(grad):

@@ -47,9 +47,10 @@ class FeatureWalker {
           }
         }
       }
-      if (const auto* h = std::get_if<Hook>(&op); h != nullptr && h->kind == Hook::Kind::accumulator) {
+      if (const auto* h = std::get_if<Hook>(&op); h != nullptr && h->kind != Hook::Kind::tensor) {
         out_.insert(depth == 0 ? "accumulator hook on a parameter outside checkpoints"
                                : "accumulator hook on a parameter a checkpoint captures");
+        if (h->kind == Hook::Kind::post_accumulate) out_.insert("post-accumulate-grad hook");
       } else if (h != nullptr) {
         out_.insert(depth == 0                                    ? "hook outside checkpoints"
                     : static_cast<size_t>(h->x) < input_count ? "hook on a checkpoint body's argument"

@@ -182,7 +182,11 @@ bool Summary::listed(const Property& property) const {
 
 std::string Summary::table() const {
   std::ostringstream out;
-  out << std::left << std::setw(20) << "property";
+  int width = 20;  // the longest name listed, and a space
+  for (const Property& p : properties()) {
+    if (listed(p)) width = std::max(width, static_cast<int>(std::string(p.name).size()) + 1);
+  }
+  out << std::left << std::setw(width) << "property";
   for (size_t c = 0; c < kClassificationCount; ++c) {
     out << std::right << std::setw(13) << to_string(static_cast<Classification>(c));
   }
@@ -190,7 +194,7 @@ std::string Summary::table() const {
   for (const Property& p : properties()) {
     if (!listed(p)) continue;
     auto it = counts_.find(p.name);
-    out << std::left << std::setw(20) << p.name;
+    out << std::left << std::setw(width) << p.name;
     if (const auto skip = not_checked_.find(p.name); skip != not_checked_.end()) {
       out << " not checked: " << skip->second << "\n";
       continue;

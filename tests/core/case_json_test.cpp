@@ -190,11 +190,18 @@ TEST(CaseJson, a_hook_hangs_on_a_tensor_and_yields_it_again) {
   EXPECT_EQ(load_error(j), "no error");
   EXPECT_NE(show(case_from_json(j)).find("v2 = accumulator_hook(v0)"), std::string::npos) << show(case_from_json(j));
   j["root"]["ops"][1]["x"] = 1;
-  EXPECT_EQ(load_error(j), "case.root.ops[1].x: an accumulator hook hangs on a parameter (a leaf that requires grad: a root "
+  EXPECT_EQ(load_error(j), "case.root.ops[1].x: accumulator hooks hang on a parameter (a leaf that requires grad: a root "
                            "leaf, or what a capture gives a body), and value 1 is not one");
   j["root"]["ops"][1]["x"] = 0;
   j["root"]["ops"][1]["scale"] = 2.0;
-  EXPECT_EQ(load_error(j), "case.root.ops[1].scale: an accumulator hook runs once the gradient is accumulated and cannot scale it");
+  EXPECT_EQ(load_error(j), "case.root.ops[1].scale: accumulator hooks run once the gradient is accumulated and cannot scale it");
+  // A post-accumulate-grad hook, the same.
+  j["root"]["ops"][1] = json::parse(R"({"op": "hook", "kind": "post-accumulate", "x": 0})");
+  EXPECT_EQ(load_error(j), "no error");
+  EXPECT_NE(show(case_from_json(j)).find("v2 = post_accumulate_hook(v0)"), std::string::npos) << show(case_from_json(j));
+  EXPECT_EQ(to_json(case_from_json(j))["root"]["ops"][1], j["root"]["ops"][1]);
+  j["root"]["ops"][1]["x"] = 1;
+  EXPECT_EQ(load_error(j).rfind("case.root.ops[1].x: post-accumulate hooks hang on a parameter", 0), 0u) << load_error(j);
 }
 
 TEST(CaseJson, a_state_op_reads_and_writes_a_module_s_state) {

@@ -121,5 +121,24 @@ TEST(Hooks, an_accumulator_hook_on_a_weight_two_checkpoints_capture_is_called_on
   EXPECT_EQ(r.at("hooks-bitwise").classification, Classification::pass);
 }
 
+// PyTorch calls a parameter's post-accumulate-grad hooks inside its accumulator, before the
+// accumulator's own post hooks, each kind in the order hung; a tensor hook before both.
+TEST(Hooks, post_accumulate_hooks_come_before_accumulator_hooks_in_the_order_pytorch_calls_them) {
+  const Case c = case_from_json(nlohmann::json::parse(R"({"format": "recheck-case", "version": 1, "seed": 3,
+    "dtype": "float64", "device": "cpu", "iterations": 1,
+    "leaves": [{"shape": [3], "requires_grad": true, "fill": "randn"}],
+    "root": {"ops": [{"op": "hook", "kind": "accumulator", "x": 0}, {"op": "hook", "kind": "post-accumulate", "x": 0},
+      {"op": "hook", "kind": "accumulator", "x": 0}, {"op": "hook", "kind": "post-accumulate", "x": 0},
+      {"op": "hook", "kind": "tensor", "x": 0}, {"op": "unary", "fn": "square", "x": 0}], "outputs": [6]}})"));
+  EagerExecution eager;
+  const Observations e = run_case(c, eager);
+  std::vector<std::string> sites;
+  for (const HookCall& call : e.iterations.at(0).hook_calls) sites.push_back(call.site);
+  EXPECT_EQ(sites, (std::vector<std::string>{"root.ops[4]", "root.ops[1]", "root.ops[3]", "root.ops[0]", "root.ops[2]"}));
+  // Each post hook saw the .grad accumulated.
+  EXPECT_TRUE(at::equal(e.iterations[0].hook_calls[1].grad, e.iterations[0].leaf_grads[0]));
+  EXPECT_TRUE(at::equal(e.iterations[0].hook_calls[4].grad, e.iterations[0].leaf_grads[0]));
+}
+
 }  // namespace
 }  // namespace recheck
