@@ -118,6 +118,7 @@ const char* to_string(DType dtype) { return name_of(kDTypes, dtype); }
 const char* to_string(RngSource source) { return name_of(kSources, source); }
 const char* to_string(Random::Fn fn) { return name_of(kRandomFns, fn); }
 const char* to_string(Hook::Kind kind) { return name_of(kHookKinds, kind); }
+const char* to_string(Backward::Call call) { return name_of(kBackwardCalls, call); }
 const char* to_string(ModuleState::Fn fn) { return name_of(kModuleStateFns, fn); }
 
 DType leaf_dtype(const Case& c, const Leaf& leaf) { return leaf.dtype.value_or(c.dtype); }

@@ -275,6 +275,25 @@ struct Expectation {
   }
 };
 
+// How the training loop differentiates the loss in every iteration. By default loss.backward():
+// every leaf that requires grad accumulates its gradient into .grad.
+//   backward  torch.autograd.backward(loss, inputs=...): only the leaves `inputs` name accumulate
+//   grad      torch.autograd.grad(loss, inputs, allow_unused=True): the gradients are returned,
+//             and the loop keeps them as the leaves' gradients (IterationRecord::leaf_grads);
+//             no .grad is written, no gradient accumulator runs
+// `inputs`: numbers of leaves that require grad, each once; empty: none given (backward only).
+// `twice`: the graph retained (retain_graph=True), then the same call again, as a loop that
+// differentiates twice (a gradient penalty, a check) does: backward accumulates both, grad
+// keeps the sum of both calls' gradients. A reentrant checkpoint refuses both `grad` and
+// `inputs` (PyTorch documents it: it is not compatible with .grad() nor with `inputs`).
+struct Backward {
+  enum class Call { backward, grad };
+  Call call = Call::backward;
+  std::vector<int> inputs;
+  bool twice = false;
+  bool is_default() const { return call == Call::backward && inputs.empty() && !twice; }
+};
+
 struct Case {
   std::string note;  // free text: what a corpus case found or exercises
   std::vector<Expectation> expect;
@@ -285,6 +304,7 @@ struct Case {
   // After an iteration raises, the next ones run (a training loop that skips the batch), from
   // the state the error left; by default the run stops at the error.
   bool continue_after_error = false;
+  Backward backward;
   std::vector<Leaf> leaves;
   Segment root;
 };
@@ -305,6 +325,7 @@ const char* to_string(DType dtype);
 const char* to_string(RngSource source);
 const char* to_string(Random::Fn fn);
 const char* to_string(Hook::Kind kind);
+const char* to_string(Backward::Call call);
 const char* to_string(ModuleState::Fn fn);
 DType leaf_dtype(const Case& c, const Leaf& leaf);
 at::ScalarType scalar_type(DType dtype);

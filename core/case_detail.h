@@ -37,6 +37,7 @@ inline constexpr Names<Raise::When> kRaiseWhens[] = {
     {Raise::When::always, "always"}, {Raise::When::recompute, "recompute"}, {Raise::When::first_iteration, "first-iteration"}};
 inline constexpr Names<Hook::Kind> kHookKinds[] = {{Hook::Kind::tensor, "tensor"}, {Hook::Kind::accumulator, "accumulator"},
                                                        {Hook::Kind::post_accumulate, "post-accumulate"}};
+inline constexpr Names<Backward::Call> kBackwardCalls[] = {{Backward::Call::backward, "backward"}, {Backward::Call::grad, "grad"}};
 inline constexpr Names<ModuleState::Fn> kModuleStateFns[] = {{ModuleState::Fn::running_mean, "running-mean"},
                                                              {ModuleState::Fn::count, "count"}};
 inline constexpr Names<Random::Fn> kRandomFns[] = {{Random::Fn::dropout, "dropout"},

@@ -437,6 +437,12 @@ json to_json(const Case& c) {
           {"leaves", std::move(leaves)},
           {"root", segment_to_json(c.root)}};
   if (c.continue_after_error) j["continue_after_error"] = true;
+  if (!c.backward.is_default()) {
+    json backward = {{"call", to_string(c.backward.call)}};
+    if (!c.backward.inputs.empty()) backward["inputs"] = c.backward.inputs;
+    if (c.backward.twice) backward["twice"] = true;
+    j["backward"] = std::move(backward);
+  }
   if (!c.note.empty()) j["note"] = c.note;
   if (!c.expect.empty()) {
     json expect = json::array();
@@ -450,8 +456,8 @@ json to_json(const Case& c) {
 
 Case case_from_json(const json& j, const Limits& limits) {
   const Reader r(j, "case");
-  r.only({"format", "version", "seed", "dtype", "device", "iterations", "continue_after_error", "leaves", "root", "note",
-          "expect"});
+  r.only({"format", "version", "seed", "dtype", "device", "iterations", "continue_after_error", "backward", "leaves", "root",
+          "note", "expect"});
   if (r.field("format").string() != "recheck-case") r.field("format").fail("\"recheck-case\"");
   const int64_t version = r.field("version").integer(INT64_MIN, INT64_MAX);
   if (version != kCaseFormatVersion) {
@@ -480,6 +486,16 @@ Case case_from_json(const json& j, const Limits& limits) {
   }
   c.iterations = static_cast<int>(iterations);
   if (r.has("continue_after_error")) c.continue_after_error = r.field("continue_after_error").boolean();
+  if (r.has("backward")) {
+    const Reader b = r.field("backward");
+    b.only({"call", "inputs", "twice"});
+    c.backward.call = b.field("call").choice(kBackwardCalls);
+    if (b.has("inputs")) {
+      const Reader inputs = b.field("inputs");
+      inputs.each([&](const Reader& n) { c.backward.inputs.push_back(static_cast<int>(n.integer(0, INT32_MAX))); });
+    }
+    if (b.has("twice")) c.backward.twice = b.field("twice").boolean();
+  }
   // The leaves' element and byte counts are checked by validate() below, once: no tensor is
   // made while reading. A shape's length is checked before its sizes are read.
   r.field("leaves").each([&](const Reader& leaf_reader) {

@@ -135,6 +135,15 @@ std::string show(const Case& c) {
   out << "case: seed " << c.seed << ", " << to_string(c.dtype) << " on " << c.device << ", "
       << c.iterations << (c.iterations == 1 ? " iteration" : " iterations")
       << (c.continue_after_error ? ", going on after errors" : "") << "\n";
+  if (!c.backward.is_default()) {
+    out << "  differentiated by " << (c.backward.call == Backward::Call::grad ? "torch.autograd.grad" : "backward");
+    if (!c.backward.inputs.empty()) {
+      out << ", inputs=[";
+      for (size_t k = 0; k < c.backward.inputs.size(); ++k) out << (k ? ", " : "") << v(c.backward.inputs[k]);
+      out << "]";
+    }
+    out << (c.backward.twice ? ", twice (the graph retained)" : "") << "\n";
+  }
   for (size_t i = 0; i < c.leaves.size(); ++i) {
     const Leaf& leaf = c.leaves[i];
     out << "  " << v(static_cast<int>(i)) << " = leaf [";

@@ -222,6 +222,29 @@ std::vector<ValueFacts> validate_segment(const Segment& segment, std::vector<Val
   return outputs;
 }
 
+// The leaves the training loop differentiates: each a leaf that requires grad, once; grad needs some.
+void validate_backward(const Case& c) {
+  const std::vector<int>& inputs = c.backward.inputs;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const std::string path = "case.backward.inputs[" + std::to_string(k) + "]";
+    const int n = inputs[k];
+    if (n < 0 || static_cast<size_t>(n) >= c.leaves.size()) {
+      throw CaseError(path + ": leaf " + std::to_string(n) + " is not one of the case's " + std::to_string(c.leaves.size()) +
+                      " leaves");
+    }
+    if (!c.leaves[static_cast<size_t>(n)].requires_grad) {
+      throw CaseError(path + ": leaf " + std::to_string(n) + " does not require grad, and autograd differentiates only "
+                      "tensors that do");
+    }
+    if (std::find(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(k), n) != inputs.begin() + static_cast<std::ptrdiff_t>(k)) {
+      throw CaseError(path + ": leaf " + std::to_string(n) + " is named twice");
+    }
+  }
+  if (c.backward.call == Backward::Call::grad && inputs.empty()) {
+    throw CaseError("case.backward.inputs: torch.autograd.grad differentiates the leaves it is given, and none is");
+  }
+}
+
 }  // namespace
 
 void validate(const Case& c, const Limits& limits) {
@@ -257,6 +280,7 @@ void validate(const Case& c, const Limits& limits) {
       throw CaseError(path + ": " + over_limit("leaf bytes", leaf_bytes, "leaf_bytes", limits.leaf_bytes));
     }
   }
+  validate_backward(c);
   const CaseStats s = stats(c);
   if (s.ops > limits.ops) throw CaseError("case: " + over_limit("op count", s.ops, "ops", limits.ops));
   const std::vector<ValueFacts> leaves = leaves_facts(c);

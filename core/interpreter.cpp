@@ -21,6 +21,7 @@
 #include "core/memory.h"
 #include "core/tensor_ops.h"
 #include "core/torch_compat.h"
+#include "core/training_loop.h"
 
 namespace recheck {
 
@@ -558,6 +559,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
   // (then `record.error` is set, and the outputs and the graph are gone: they lived in the block
   // the exception left). After an error only the recomputation inputs of calls whose backward
   // returned count, and memory is not measured.
+  std::vector<at::Tensor> returned(leaves.size());  // what torch.autograd.grad gave this iteration
   auto record_state_after = [&](IterationRecord& record) {
     const bool completed = !record.error;
     record.discards = interpreter.finish_discards();  // before the floor: the records' tensors are the harness's
@@ -589,9 +591,10 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
       record.memory.released_grads = released;
       record.memory.released_bytes = record.memory.floor - held();
     }
-    for (const at::Tensor& leaf : leaves) {
-      record.leaf_grads.push_back(clone_for_record(leaf.grad()));
-      record.leaf_data.push_back(clone_for_record(leaf));
+    // The leaves' gradients as the loop holds them: what torch.autograd.grad returned, else .grad.
+    for (size_t k = 0; k < leaves.size(); ++k) {
+      record.leaf_grads.push_back(clone_for_record(returned[k].defined() ? returned[k] : leaves[k].grad()));
+      record.leaf_data.push_back(clone_for_record(leaves[k]));
     }
     record.rng = completed ? harness_snapshot() : record.error->rng;
     record.checkpointing_flag = implementation.checkpointing_flag();
@@ -600,6 +603,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
 
   for (int iteration = 0; iteration < c.iterations; ++iteration) {
     interpreter.start_iteration(iteration);
+    returned.assign(leaves.size(), at::Tensor());
     IterationRecord record;
     const char* phase = "forward";
     rng::Snapshot phase_start = harness_snapshot();
@@ -626,7 +630,7 @@ Observations run_case(const Case& c, CheckpointImplementation& implementation, c
       phase = "backward";
       phase_start = harness_snapshot();
       memory::mark_timeline("backward");
-      if (loss.defined()) torch::autograd::backward({loss});
+      if (loss.defined()) differentiate(c.backward, loss, leaves, returned);
     } catch (...) {
       if (timeline) obs.timeline = probe->stop_timeline();
       record.error = ErrorRecord{iteration, phase, describe_current_exception(), harness_snapshot(), std::move(phase_start),

@@ -229,6 +229,25 @@ void draw_accumulator_hooks(Case& c) {
   }
 }
 
+// The training loop's own choices (Case::backward): in one case in sixteen it differentiates
+// only some of the leaves that require grad, by backward(inputs=) or torch.autograd.grad (half
+// each; a reentrant checkpoint refuses both); in one in ten it differentiates twice, the graph
+// retained.
+void draw_training_loop(Case& c) {
+  std::vector<int> parameters;
+  for (size_t k = 0; k < c.leaves.size(); ++k) {
+    if (c.leaves[k].requires_grad) parameters.push_back(static_cast<int>(k));
+  }
+  if (!parameters.empty() && choose_in_range(0, 16) == 0) {
+    c.backward.call = choose_in_range(0, 2) == 0 ? Backward::Call::grad : Backward::Call::backward;
+    for (int n : parameters) {
+      if (choose_in_range(0, 3) != 0) c.backward.inputs.push_back(n);
+    }
+    if (c.backward.inputs.empty()) c.backward.inputs.push_back(pick(parameters));
+  }
+  c.backward.twice = choose_in_range(0, 10) == 0;
+}
+
 }  // namespace
 
 void draw_decorations(Case& c) {
@@ -264,11 +283,12 @@ void draw_decorations(Case& c) {
         half && compat::autocast_has_float16(c.device) ? Autocast::Precision::float16 : Autocast::Precision::bfloat16;
     wrap_in_autocast(c.root, static_cast<int>(c.leaves.size()), /*enabled=*/true, c.device, dtype);
   }
-  // Hooks, module state, then accumulator hooks, last: the case without them is the one drawn
-  // before they were.
+  // Hooks, module state, accumulator hooks, then the training loop's choices, last: the case
+  // without them is the one drawn before they were.
   draw_hooks(c);
   draw_module_state(c);
   draw_accumulator_hooks(c);
+  draw_training_loop(c);
 }
 
 }  // namespace recheck

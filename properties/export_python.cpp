@@ -355,6 +355,9 @@ std::string export_python(const Case& c, const ExportOptions& options) {
   out << "]\n";
   out << "ITERATIONS = " << c.iterations << "\n";
   out << "CONTINUE_AFTER_ERROR = " << (c.continue_after_error ? "True" : "False") << "\n";
+  out << "BACKWARD = {\"call\": " << py_string(to_string(c.backward.call)) << ", \"inputs\": [";
+  for (int n : c.backward.inputs) out << n << ", ";
+  out << "], \"twice\": " << (c.backward.twice ? "True" : "False") << "}\n";
   out << "WITHOUT_OUTPUT = " << (has_without_output ? "True" : "False") << "\n";
   out << "USES_TRACKER = " << (uses_tracker(c.root) ? "True" : "False") << "\n";
   const bool distributes = any_op(c.root, [](const Op& op) {

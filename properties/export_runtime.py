@@ -407,6 +407,24 @@ class Run:
         return x  # not reached: the shapes never match
 
 
+def differentiate(loss, leaves):
+    """The training loop's differentiation of the loss (recheck's Case::backward): backward, or
+    torch.autograd.grad, whose gradients the loop keeps (returned: leaf number to gradient, the
+    two calls' added where it asks twice, the graph retained for the second)."""
+    inputs = [leaves[n] for n in BACKWARD["inputs"]]
+    returned = {}
+    calls = 2 if BACKWARD["twice"] else 1
+    for call in range(calls):
+        retain = call + 1 < calls
+        if BACKWARD["call"] == "backward":
+            torch.autograd.backward(loss, retain_graph=retain, inputs=inputs or None)
+            continue
+        for n, grad in zip(BACKWARD["inputs"], torch.autograd.grad(loss, inputs, retain_graph=retain, allow_unused=True)):
+            if grad is not None:
+                returned[n] = grad if n not in returned else returned[n] + grad
+    return returned
+
+
 def run_case(checkpoint, without_output=None):
     seed_all()
     leaves = make_leaves()
@@ -418,6 +436,7 @@ def run_case(checkpoint, without_output=None):
         run.detached = []
         run.hook_calls = []
         record = {}
+        returned = {}  # what torch.autograd.grad gave, where the loop asks it
         phase, start = "forward", rng_snapshot()
         try:
             outputs = seg_0(run, *leaves)
@@ -435,7 +454,7 @@ def run_case(checkpoint, without_output=None):
             record["loss"] = keep(loss)
             phase, start = "backward", rng_snapshot()
             if loss is not None:
-                loss.backward()
+                returned = differentiate(loss, leaves)
             del outputs, loss
         except Exception as error:  # what the case raised is an observation, as in recheck
             # The state the error left is recorded as an iteration's is: no outputs, and only
@@ -449,7 +468,8 @@ def run_case(checkpoint, without_output=None):
         run.hooked_accumulators = []
         record["modules"] = dict(run.modules)
         record["stashed"] = run.stashed()
-        record["leaf_grads"] = [keep(leaf.grad) for leaf in leaves]
+        record["leaf_grads"] = [keep(returned[k] if k in returned else leaf.grad) for k, leaf in enumerate(leaves)]
+        returned = None
         record["leaf_data"] = [keep(leaf) for leaf in leaves]
         record["rng"] = rng_snapshot()
         record["flag"] = bool(getattr(megatron_random, "IS_CHECKPOINTING", False))

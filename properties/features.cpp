@@ -194,6 +194,9 @@ std::vector<std::string> case_features(const Case& c) {
   features.insert(std::string("dtype: ") + to_string(c.dtype));
   features.insert("iterations: " + std::to_string(c.iterations));
   if (c.continue_after_error) features.insert("going on after errors");
+  if (c.backward.call == Backward::Call::grad) features.insert("torch.autograd.grad of some leaves");
+  if (c.backward.call == Backward::Call::backward && !c.backward.inputs.empty()) features.insert("backward with inputs=");
+  if (c.backward.twice) features.insert("a second backward, the graph retained");
   for (const Leaf& leaf : c.leaves) {
     int64_t elements = 1;
     for (int64_t d : leaf.shape) elements *= d;

@@ -215,6 +215,17 @@ void remap_captures(Segment& segment, const std::function<int(int)>& map) {
   }
 }
 
+// Renumbers the leaves the training loop differentiates, dropping those `map` sends to kGone;
+// throws Impossible where torch.autograd.grad would be left without any.
+void remap_backward_inputs(Case& c, const std::function<int(int)>& map) {
+  std::vector<int> kept;
+  for (int n : c.backward.inputs) {
+    if (map(n) != kGone) kept.push_back(map(n));
+  }
+  if (kept.empty() && c.backward.call == Backward::Call::grad) throw Impossible{};
+  c.backward.inputs = kept;
+}
+
 Case drop_leaf(const Case& c, std::size_t j) {
   Case out = c;
   out.leaves.erase(out.leaves.begin() + static_cast<std::ptrdiff_t>(j));
@@ -222,6 +233,7 @@ Case drop_leaf(const Case& c, std::size_t j) {
   const auto map = [&](int r) { return r < dropped ? r : r == dropped ? kGone : r - 1; };
   remap(out.root, 0, map);
   remap_captures(out.root, map);
+  remap_backward_inputs(out, map);
   return out;
 }
 
@@ -366,9 +378,27 @@ class Reducer {
     if (c.continue_after_error) {
       going_on([](const Case& from) { Case o = from; o.continue_after_error = false; return o; });
     }
+    if (c.backward.twice) going_on([](const Case& from) { Case o = from; o.backward.twice = false; return o; });
+    if (c.backward.call == Backward::Call::grad) {
+      going_on([](const Case& from) { Case o = from; o.backward.call = Backward::Call::backward; return o; });
+    }
+    if (!c.backward.inputs.empty()) {
+      going_on([](const Case& from) {
+        Case o = from;
+        if (o.backward.call == Backward::Call::grad) throw Impossible{};
+        o.backward.inputs.clear();
+        return o;
+      });
+    }
     for (std::size_t j = 0; j < c.leaves.size(); ++j) {
       if (c.leaves[j].requires_grad) {
-        going_on([j](const Case& from) { Case o = from; o.leaves[j].requires_grad = false; return o; });
+        going_on([j](const Case& from) {
+          Case o = from;
+          o.leaves[j].requires_grad = false;
+          const int leaf = static_cast<int>(j);
+          remap_backward_inputs(o, [leaf](int n) { return n == leaf ? kGone : n; });
+          return o;
+        });
       }
     }
     return steps;

@@ -204,6 +204,35 @@ TEST(CaseJson, a_hook_hangs_on_a_tensor_and_yields_it_again) {
   EXPECT_EQ(load_error(j).rfind("case.root.ops[1].x: post-accumulate hooks hang on a parameter", 0), 0u) << load_error(j);
 }
 
+TEST(CaseJson, a_case_says_how_the_training_loop_differentiates_its_loss) {
+  json j = test_cases::minimal();
+  j["leaves"].push_back(json::parse(R"({"shape": [2], "requires_grad": false, "fill": "ones"})"));
+  j["leaves"].push_back(json::parse(R"({"shape": [2], "requires_grad": true, "fill": "ones"})"));
+  // Absent: loss.backward(), and written so (absent).
+  EXPECT_FALSE(to_json(case_from_json(j)).contains("backward"));
+  j["backward"] = json::parse(R"({"call": "grad", "inputs": [2, 0], "twice": true})");
+  const Case c = case_from_json(j);
+  EXPECT_EQ(c.backward.call, Backward::Call::grad);
+  EXPECT_EQ(c.backward.inputs, (std::vector<int>{2, 0}));
+  EXPECT_TRUE(c.backward.twice);
+  EXPECT_EQ(to_json(c)["backward"], j["backward"]);
+  EXPECT_NE(show(c).find("differentiated by torch.autograd.grad, inputs=[v2, v0], twice (the graph retained)"),
+            std::string::npos) << show(c);
+  j["backward"] = json::parse(R"({"call": "backward", "inputs": [1]})");
+  EXPECT_EQ(load_error(j), "case.backward.inputs[0]: leaf 1 does not require grad, and autograd differentiates only "
+                           "tensors that do");
+  j["backward"] = json::parse(R"({"call": "backward", "inputs": [0, 3]})");
+  EXPECT_EQ(load_error(j), "case.backward.inputs[1]: leaf 3 is not one of the case's 3 leaves");
+  j["backward"] = json::parse(R"({"call": "backward", "inputs": [2, 2]})");
+  EXPECT_EQ(load_error(j), "case.backward.inputs[1]: leaf 2 is named twice");
+  j["backward"] = json::parse(R"({"call": "grad"})");
+  EXPECT_EQ(load_error(j), "case.backward.inputs: torch.autograd.grad differentiates the leaves it is given, and none is");
+  j["backward"] = json::parse(R"({"call": "backward", "retain_graph": true})");
+  EXPECT_EQ(load_error(j), "case.backward: unknown field \"retain_graph\"");
+  j["backward"] = json::parse(R"({"call": "jvp"})");
+  EXPECT_EQ(load_error(j).rfind("case.backward.call: expected one of \"backward\", \"grad\"", 0), 0u) << load_error(j);
+}
+
 TEST(CaseJson, a_state_op_reads_and_writes_a_module_s_state) {
   json j = minimal();
   j["root"]["ops"].push_back(json::parse(R"({"op": "state", "fn": "count", "module": 3, "x": 1})"));
