@@ -34,6 +34,7 @@ PROPERTY = "grad-released"
 PROPERTIES = ["grads-bitwise", "outputs-bitwise", "recompute-fidelity", "grads-match-eager", "hooks-match-eager", "hooks-bitwise", "module-state-matches-eager", "rng-restored", "errors-match", "no-side-effects", "flag-in-body", "stash-kept", "stash-grads", "grad-released", "discard-own-outputs", "discard-recomputed", ]
 ITERATIONS = 1
 CONTINUE_AFTER_ERROR = False
+BACKWARD = {"call": "backward", "inputs": [], "twice": False}
 WITHOUT_OUTPUT = True
 USES_TRACKER = False
 DISTRIBUTES = False
@@ -215,6 +216,7 @@ class Run:
         self.detached = []
         self.leaves = []  # the case's leaves: what a capture op hands a body (the leaf itself)
         self.hook_calls = []  # this iteration's hook calls (Run.hook)
+        self.hooked_accumulators = []  # the gradient accumulators this iteration's hooks hang on
         self.modules = {}  # each module's state (Run.state): running mean, steps, updates
         self.iteration = 0
         self.reads = []  # the flag readings of each checkpoint body call running, innermost last
@@ -395,12 +397,36 @@ class Run:
     def hook(self, site, x, kind, scale):
         """recheck's hook op: a hook on x's gradient where x requires grad, recording each call
         (site, whether hung in a recomputation, the gradient) and, with a scale other than 1,
-        returning the gradient times scale; x again. An earlier iteration's hook records nothing."""
-        if kind != "tensor":
+        returning the gradient times scale; with kind "accumulator", a post hook on leaf x's
+        gradient accumulator (DDP's), recording x.grad after each accumulation; with kind
+        "post-accumulate", x.register_post_accumulate_grad_hook, the same. x again. An earlier
+        iteration's hook records nothing."""
+        if kind not in ("tensor", "accumulator", "post-accumulate"):
             raise ValueError("unknown hook kind " + kind)
         if not x.requires_grad:
             return x
         calls, recomputation = self.hook_calls, self.recomputing > 0
+        if kind == "accumulator":
+            if not x.is_leaf:
+                return x
+            with torch.enable_grad():
+                accumulator = x.view_as(x).grad_fn.next_functions[0][0]
+
+            def accumulated(grad_inputs, grad_outputs):
+                if calls is self.hook_calls:
+                    calls.append((site, recomputation, keep(x.grad)))
+            accumulator.register_hook(accumulated)
+            self.hooked_accumulators.append(accumulator)  # alive until the iteration ends, as DDP keeps them
+            return x
+        if kind == "post-accumulate":
+            if not x.is_leaf:
+                return x
+
+            def post_accumulated(parameter):  # the parameter comes as the argument: no cycle through x
+                if calls is self.hook_calls:
+                    calls.append((site, recomputation, keep(parameter.grad)))
+            x.register_post_accumulate_grad_hook(post_accumulated)
+            return x
 
         def hook(grad):
             if calls is not self.hook_calls:
@@ -432,6 +458,24 @@ class Run:
         return x  # not reached: the shapes never match
 
 
+def differentiate(loss, leaves):
+    """The training loop's differentiation of the loss (recheck's Case::backward): backward, or
+    torch.autograd.grad, whose gradients the loop keeps (returned: leaf number to gradient, the
+    two calls' added where it asks twice, the graph retained for the second)."""
+    inputs = [leaves[n] for n in BACKWARD["inputs"]]
+    returned = {}
+    calls = 2 if BACKWARD["twice"] else 1
+    for call in range(calls):
+        retain = call + 1 < calls
+        if BACKWARD["call"] == "backward":
+            torch.autograd.backward(loss, retain_graph=retain, inputs=inputs or None)
+            continue
+        for n, grad in zip(BACKWARD["inputs"], torch.autograd.grad(loss, inputs, retain_graph=retain, allow_unused=True)):
+            if grad is not None:
+                returned[n] = grad if n not in returned else returned[n] + grad
+    return returned
+
+
 def run_case(checkpoint, without_output=None):
     seed_all()
     leaves = make_leaves()
@@ -443,6 +487,7 @@ def run_case(checkpoint, without_output=None):
         run.detached = []
         run.hook_calls = []
         record = {}
+        returned = {}  # what torch.autograd.grad gave, where the loop asks it
         phase, start = "forward", rng_snapshot()
         try:
             outputs = seg_0(run, *leaves)
@@ -460,7 +505,7 @@ def run_case(checkpoint, without_output=None):
             record["loss"] = keep(loss)
             phase, start = "backward", rng_snapshot()
             if loss is not None:
-                loss.backward()
+                returned = differentiate(loss, leaves)
             del outputs, loss
         except Exception as error:  # what the case raised is an observation, as in recheck
             # The state the error left is recorded as an iteration's is: no outputs, and only
@@ -471,9 +516,11 @@ def run_case(checkpoint, without_output=None):
             outputs = loss = None  # the graph goes with them, as it does in recheck
         record["discards"] = run.finish_discards()
         record["hook_calls"], run.hook_calls = run.hook_calls, None
+        run.hooked_accumulators = []
         record["modules"] = dict(run.modules)
         record["stashed"] = run.stashed()
-        record["leaf_grads"] = [keep(leaf.grad) for leaf in leaves]
+        record["leaf_grads"] = [keep(returned[k] if k in returned else leaf.grad) for k, leaf in enumerate(leaves)]
+        returned = None
         record["leaf_data"] = [keep(leaf) for leaf in leaves]
         record["rng"] = rng_snapshot()
         record["flag"] = bool(getattr(megatron_random, "IS_CHECKPOINTING", False))
