@@ -105,9 +105,23 @@ at::Tensor split_tensor_into_1d_equal_chunks(const at::Tensor& data) {
   return chunk;
 }
 
+// "(2, 3)", "(6)", "()": a shape as gloo's errors print it.
+std::string gloo_shape(at::IntArrayRef sizes) {
+  std::string text = "(";
+  for (size_t d = 0; d < sizes.size(); ++d) text += (d ? ", " : "") + std::to_string(sizes[d]);
+  return text + ")";
+}
+
 at::Tensor gather_split_1d_tensor(const at::Tensor& data) {
   at::Tensor gathered = at::empty({data.numel() * kWorldSize}, data.options().requires_grad(false));
-  gathered.copy_(data);  // all_gather_into_tensor over one rank
+  // all_gather_into_tensor over one rank. Gloo (the CPU's group) wants each rank's part of the
+  // output in the input's shape, so it refuses an input that is not 1-d, as a second backward
+  // hands it (the first restored the input to its full shape); NCCL counts elements only.
+  if (!data.is_cuda() && data.dim() != 1) {
+    throw PythonError("RuntimeError", "ProcessGroupGloo::allgather: invalid tensor size at index 0 (expected " +
+                                          gloo_shape(data.sizes()) + ", got (" + std::to_string(data.numel()) + "))");
+  }
+  gathered.copy_(data.reshape({-1}));
   return gathered;
 }
 
@@ -529,19 +543,23 @@ Values MegatronCheckpoint::apply(const RunFunction& run_function, const CallSett
     any_requires_grad = any_requires_grad || as_tensor(arg).requires_grad();
   }
   const bool is_executable = at::GradMode::is_enabled() && any_requires_grad;
-
-  variable_list numbered_outputs = CheckpointFunction::apply(call, at::TensorList(tensor_args));
-
   // Python's Function.apply saves for backward after forward returned, and only when the call
   // is differentiable: that is when save_for_backward refuses a non-tensor, non-None argument.
-  if (is_executable) {
-    for (size_t i = 0; i < args.size(); ++i) {
-      if (!is_tensor(args[i]) && !is_none(args[i])) {
-        throw PythonError("TypeError", "save_for_backward can only save variables, but argument " +
-                                           std::to_string(i) + " is of type " +
-                                           python_type_name(args[i]));
-      }
-    }
+  // It refuses before it gives the outputs the checkpoint's node, so a tensor the body returned
+  // (and stashed) never requires grad: forward then runs as a call that is not differentiable.
+  std::optional<size_t> refused;
+  for (size_t i = 0; is_executable && !refused && i < args.size(); ++i) {
+    if (!is_tensor(args[i]) && !is_none(args[i])) refused = i;
+  }
+  variable_list numbered_outputs;
+  {
+    std::optional<at::NoGradGuard> not_differentiable;
+    if (refused) not_differentiable.emplace();
+    numbered_outputs = CheckpointFunction::apply(call, at::TensorList(tensor_args));
+  }
+  if (refused) {
+    throw PythonError("TypeError", "save_for_backward can only save variables, but argument " + std::to_string(*refused) +
+                                       " is of type " + python_type_name(args[*refused]));
   }
 
   Values outputs = call->outputs_without_tensors;

@@ -180,6 +180,23 @@ TEST_F(CheckpointTest, non_tensor_argument_raises_type_error_after_the_function_
   EXPECT_FALSE(is_checkpointing());
 }
 
+// Python's Function.apply refuses the argument before it gives the outputs the checkpoint's
+// node: a tensor the function returned, and kept, does not require grad (megatron-core's
+// stash-kept showed the port's did).
+TEST_F(CheckpointTest, non_tensor_argument_is_refused_before_the_outputs_get_the_checkpoint_s_node) {
+  at::Tensor returned;
+  RunFunction f = [&](const Values& in) -> Values {
+    returned = as_tensor(in[0]).sum();
+    return {returned};
+  };
+  at::Tensor x = leaf({2}, 1);
+  const RaisedError error = error_of([&] { make_checkpoint("nonclearing")->apply(f, CallSettings{}, {x, 0.5}); });
+  EXPECT_EQ(error.message, "save_for_backward can only save variables, but argument 1 is of type float");
+  ASSERT_TRUE(returned.defined());
+  EXPECT_FALSE(returned.requires_grad());
+  EXPECT_FALSE(returned.grad_fn());
+}
+
 TEST_F(CheckpointTest, non_tensor_argument_is_accepted_when_nothing_requires_grad) {
   RunFunction f = [](const Values& in) -> Values { return {as_tensor(in[0]) * 2, in[1]}; };
   at::Tensor x = at::ones({2});
