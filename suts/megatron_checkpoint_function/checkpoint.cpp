@@ -47,6 +47,10 @@ struct CheckpointCall : torch::CustomClassHolder {
     uint32_t version;
   };
   std::vector<SavedVersion> saved_versions;
+  // A call whose apply refuses a non-tensor argument (MegatronCheckpoint::apply): the outputs
+  // that are arguments returned as they are, which Python's apply makes views of first.
+  bool refuses_an_argument = false;
+  std::vector<at::Tensor> arguments_returned_as_is;
 
   // Whether a tensor saved before `position` was modified in place since it was saved: Python,
   // unpacking ctx.saved_tensors in order, fails on its version check first.
@@ -334,6 +338,17 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
         call->outputs_without_tensors.push_back(output);
       }
     }
+    if (call->refuses_an_argument) {
+      for (const Value& output : outputs) {
+        if (!is_tensor(output)) continue;
+        for (const Value& arg : call->args) {
+          if (is_tensor(arg) && as_tensor(arg).unsafeGetTensorImpl() == as_tensor(output).unsafeGetTensorImpl()) {
+            call->arguments_returned_as_is.push_back(as_tensor(output));
+            break;
+          }
+        }
+      }
+    }
     // The saved variables hold the tensor arguments from here on; keep no second reference.
     for (Value& arg : call->args) {
       if (is_tensor(arg)) arg = None{};
@@ -551,6 +566,7 @@ Values MegatronCheckpoint::apply(const RunFunction& run_function, const CallSett
   for (size_t i = 0; is_executable && !refused && i < args.size(); ++i) {
     if (!is_tensor(args[i]) && !is_none(args[i])) refused = i;
   }
+  call->refuses_an_argument = refused.has_value();
   variable_list numbered_outputs;
   {
     std::optional<at::NoGradGuard> not_differentiable;
@@ -558,6 +574,9 @@ Values MegatronCheckpoint::apply(const RunFunction& run_function, const CallSett
     numbered_outputs = CheckpointFunction::apply(call, at::TensorList(tensor_args));
   }
   if (refused) {
+    // Python's apply first makes a view of each argument returned as it is, asking it for its
+    // grad_fn, where autograd's view+inplace check refuses a view whose base changed in place.
+    for (const at::Tensor& returned : call->arguments_returned_as_is) (void)returned.grad_fn();
     throw PythonError("TypeError", "save_for_backward can only save variables, but argument " + std::to_string(*refused) +
                                        " is of type " + python_type_name(args[*refused]));
   }
