@@ -288,7 +288,11 @@ void draw_decorations(Case& c) {
   draw_hooks(c);
   draw_module_state(c);
   draw_accumulator_hooks(c);
-  draw_training_loop(c);
+  // Not drawn yet: with a second backward, the gate's fixed slice met a divergent
+  // recompute-fidelity between a correct revert and its base (tools/gate-history,
+  // outputs-without-grad-to-backward), a false alarm to fix at its class first (issue 51).
+  constexpr bool kDrawTrainingLoop = false;
+  if (kDrawTrainingLoop) draw_training_loop(c);
 }
 
 }  // namespace recheck

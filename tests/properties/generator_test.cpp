@@ -130,8 +130,7 @@ TEST(Generator, reaches_every_corner_with_useful_frequency) {
       "hook inside a checkpoint", "hook outside checkpoints", "hook that scales the gradient",
       "running statistic inside a checkpoint", "running statistic outside checkpoints", "step counter inside a checkpoint",
       "step counter outside checkpoints", "accumulator hook on a parameter outside checkpoints",
-      "accumulator hook on a parameter a checkpoint captures", "post-accumulate-grad hook",
-      "torch.autograd.grad of some leaves", "backward with inputs=", "a second backward, the graph retained"};
+      "accumulator hook on a parameter a checkpoint captures", "post-accumulate-grad hook"};
   constexpr int kCases = 2000;
   std::map<std::string, int> counts;
   for (int i = 0; i < kCases; ++i) {
